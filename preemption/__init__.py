@@ -1,0 +1,1 @@
+"""Preemption engine: pure standard-library planning code, no Django imports."""

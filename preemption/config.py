@@ -1,0 +1,226 @@
+"""The partition configuration as a plain document: settings plus a flat, ordered queue list.
+
+This is the shape every layer agrees on. The database stores it per revision as a JSON snapshot
+(``to_json``), YuniKorn ``queues.yaml`` converts to and from it (``preemption.yunikorn``), and
+validation and effective values work on it (``preemption.hierarchy``). Resource values are
+canonical integers (bytes, millicores, counts); property values are strings as the admin wrote
+them.
+
+Queues are listed parents first, siblings in their configured order, so a snapshot round-trips to
+the same YAML. A queue is identified by its ``path`` (``root.a.b``): names cannot contain ``.``, so
+the path is unambiguous.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+ROOT = "root"
+ASK_POLICIES = ("inter_queue", "priority")
+PREEMPTION_POLICIES = ("default", "fence", "disabled")
+
+PROPERTY_POLICY = "preemption.policy"
+PROPERTY_DELAY = "preemption.delay"
+PROPERTY_QUOTA_DELAY = "quota.preemption.delay"
+
+#: Version of the snapshot layout, stored in every snapshot so old revisions stay readable.
+SNAPSHOT_FORMAT = 1
+
+
+@dataclass(frozen=True)
+class PartitionSettings:
+    """Partition-wide settings (SPEC 3.2). Delays are whole seconds.
+
+    ``preemption_enabled`` mirrors YuniKorn's ``preemption.enabled`` and is kept for export;
+    ``extra`` holds YuniKorn partition keys the product does not act on, kept verbatim.
+    """
+
+    name: str
+    preemption_enabled: bool = True
+    quota_preemption_enabled: bool = False
+    miss_percent: int = 0
+    default_preemption_delay: int = 30
+    daemonset_preemption_delay: int = 0
+    ask_policy: str = "inter_queue"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "preemption_enabled": self.preemption_enabled,
+            "quota_preemption_enabled": self.quota_preemption_enabled,
+            "miss_percent": self.miss_percent,
+            "default_preemption_delay": self.default_preemption_delay,
+            "daemonset_preemption_delay": self.daemonset_preemption_delay,
+            "ask_policy": self.ask_policy,
+            "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PartitionSettings:
+        return cls(
+            name=data["name"],
+            preemption_enabled=data.get("preemption_enabled", True),
+            quota_preemption_enabled=data.get("quota_preemption_enabled", False),
+            miss_percent=data.get("miss_percent", 0),
+            default_preemption_delay=data.get("default_preemption_delay", 30),
+            daemonset_preemption_delay=data.get("daemonset_preemption_delay", 0),
+            ask_policy=data.get("ask_policy", "inter_queue"),
+            extra=dict(data.get("extra", {})),
+        )
+
+
+@dataclass(frozen=True)
+class QueueConfig:
+    """One queue as configured. ``parent`` is the parent's path (None only for root).
+
+    ``extra`` holds YuniKorn queue keys the product keeps but does not act on
+    (``maxapplications``, ``adminacl``, ``submitacl``, ``childtemplate``, ``limits``, ``parent``).
+    """
+
+    path: str
+    parent: str | None
+    name: str
+    guaranteed: Mapping[str, int] = field(default_factory=dict)
+    max: Mapping[str, int] = field(default_factory=dict)
+    properties: Mapping[str, str] = field(default_factory=dict)
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def child_of(cls, parent: str | None, name: str, **fields: Any) -> QueueConfig:
+        """A queue named ``name`` under ``parent`` (None makes it the root)."""
+        path = name if parent is None else f"{parent}.{name}"
+        return cls(path=path, parent=parent, name=name, **fields)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "parent": self.parent,
+            "name": self.name,
+            "guaranteed": dict(sorted(self.guaranteed.items())),
+            "max": dict(sorted(self.max.items())),
+            "properties": dict(sorted(self.properties.items())),
+            "extra": dict(self.extra),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> QueueConfig:
+        return cls(
+            path=data["path"],
+            parent=data.get("parent"),
+            name=data["name"],
+            guaranteed=dict(data.get("guaranteed", {})),
+            max=dict(data.get("max", {})),
+            properties=dict(data.get("properties", {})),
+            extra=dict(data.get("extra", {})),
+        )
+
+
+@dataclass(frozen=True)
+class PartitionConfig:
+    """A whole partition: what one revision snapshots and one change replaces atomically."""
+
+    settings: PartitionSettings
+    queues: tuple[QueueConfig, ...]
+
+    @property
+    def name(self) -> str:
+        return self.settings.name
+
+    def queue(self, path: str) -> QueueConfig | None:
+        for queue in self.queues:
+            if queue.path == path:
+                return queue
+        return None
+
+    def queues_by_path(self) -> dict[str, QueueConfig]:
+        return {queue.path: queue for queue in self.queues}
+
+    def children(self, path: str) -> list[QueueConfig]:
+        return [queue for queue in self.queues if queue.parent == path]
+
+    def with_queue(self, updated: QueueConfig) -> PartitionConfig:
+        """A copy with the queue of the same path replaced (appended if it is new)."""
+        queues = list(self.queues)
+        for index, queue in enumerate(queues):
+            if queue.path == updated.path:
+                queues[index] = updated
+                return replace(self, queues=tuple(queues))
+        return replace(self, queues=(*queues, updated))
+
+    def without_subtree(self, path: str) -> PartitionConfig:
+        prefix = path + "."
+        kept = tuple(q for q in self.queues if q.path != path and not q.path.startswith(prefix))
+        return replace(self, queues=kept)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": SNAPSHOT_FORMAT,
+            "partition": self.settings.to_json(),
+            "queues": [queue.to_json() for queue in self.queues],
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> PartitionConfig:
+        """Read a snapshot written by ``to_json`` (trusted input: our own revisions)."""
+        return cls(
+            settings=PartitionSettings.from_json(data["partition"]),
+            queues=tuple(QueueConfig.from_json(item) for item in data["queues"]),
+        )
+
+
+@dataclass(frozen=True)
+class FieldChange:
+    """One difference between two configs: ``queue`` is None for a partition setting."""
+
+    queue: str | None
+    field: str
+    old: Any
+    new: Any
+
+    def to_json(self) -> dict[str, Any]:
+        return {"queue": self.queue, "field": self.field, "old": self.old, "new": self.new}
+
+
+_QUEUE_FIELDS = ("guaranteed", "max", "properties", "extra")
+
+
+def diff_configs(old: PartitionConfig, new: PartitionConfig) -> list[FieldChange]:
+    """Per-setting and per-queue-field differences, in a stable order.
+
+    A queue that appears or disappears is one change with field ``queue``; a changed mapping is
+    reported per key (``max.memory``, ``properties.preemption.policy``) so a reader sees exactly
+    which value moved.
+    """
+    changes: list[FieldChange] = []
+    old_settings, new_settings = old.settings.to_json(), new.settings.to_json()
+    for key in old_settings:
+        if key != "name" and old_settings[key] != new_settings[key]:
+            changes.append(FieldChange(None, key, old_settings[key], new_settings[key]))
+
+    old_queues, new_queues = old.queues_by_path(), new.queues_by_path()
+    for path in sorted(old_queues.keys() | new_queues.keys()):
+        before, after = old_queues.get(path), new_queues.get(path)
+        if before is None:
+            changes.append(FieldChange(path, "queue", None, "added"))
+            continue
+        if after is None:
+            changes.append(FieldChange(path, "queue", "removed", None))
+            continue
+        for field_name in _QUEUE_FIELDS:
+            changes.extend(
+                _mapping_changes(
+                    path, field_name, getattr(before, field_name), getattr(after, field_name)
+                )
+            )
+    return changes
+
+
+def _mapping_changes(
+    path: str, field_name: str, before: Mapping[str, Any], after: Mapping[str, Any]
+) -> Iterable[FieldChange]:
+    for key in sorted(before.keys() | after.keys()):
+        if before.get(key) != after.get(key):
+            yield FieldChange(path, f"{field_name}.{key}", before.get(key), after.get(key))

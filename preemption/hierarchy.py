@@ -1,0 +1,378 @@
+"""The queue tree of a partition: validation (SPEC 3.2) and effective values.
+
+``validate_config`` checks a whole ``PartitionConfig`` and returns every broken rule at once, so
+an admin fixes a bad change in one round trip. ``Hierarchy`` answers the questions the UI, the
+API and the policies ask of a valid tree: effective max, inherited preemption policy and quota
+delay (with the queue each value comes from), leaves and ancestors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from preemption import resources
+from preemption.config import (
+    ASK_POLICIES,
+    PREEMPTION_POLICIES,
+    PROPERTY_DELAY,
+    PROPERTY_POLICY,
+    PROPERTY_QUOTA_DELAY,
+    ROOT,
+    PartitionConfig,
+    PartitionSettings,
+    QueueConfig,
+)
+from preemption.durations import DurationError, parse_duration
+
+#: YuniKorn's rule for queue names (and ours for partition names).
+NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_:#/@-]{1,64}$")
+
+
+@dataclass(frozen=True)
+class ConfigError:
+    """One broken rule. ``queue`` is the queue's path (None for partition settings) and ``field``
+    names the value inside it (``max.memory``, ``properties.preemption.policy``, ``name``)."""
+
+    queue: str | None
+    field: str
+    message: str
+    #: A full location that replaces the computed one, e.g. a YAML path from an import.
+    at: str | None = None
+
+    @property
+    def location(self) -> str:
+        if self.at is not None:
+            return self.at
+        if self.queue is None:
+            return f"partition.{self.field}" if self.field else "partition"
+        return f"queues[{self.queue}].{self.field}" if self.field else f"queues[{self.queue}]"
+
+    def __str__(self) -> str:
+        return f"{self.location}: {self.message}"
+
+
+class ConfigErrors(ValueError):
+    """A config was refused; ``errors`` lists every problem found (never empty)."""
+
+    def __init__(self, errors: list[ConfigError]) -> None:
+        super().__init__("; ".join(str(error) for error in errors))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Effective:
+    """An effective value and where it comes from: a queue path, ``"partition"`` or None
+    (the built-in default)."""
+
+    value: object
+    source: str | None
+
+
+class Hierarchy:
+    """Read-only views over a structurally valid config (``validate_config`` found no
+    structural error). Lookups are by queue path."""
+
+    def __init__(self, config: PartitionConfig) -> None:
+        self.config = config
+        self.settings: PartitionSettings = config.settings
+        self.queues: dict[str, QueueConfig] = config.queues_by_path()
+        self._children: dict[str, list[str]] = {path: [] for path in self.queues}
+        for queue in config.queues:
+            if queue.parent is not None and queue.parent in self._children:
+                self._children[queue.parent].append(queue.path)
+
+    def children(self, path: str) -> list[str]:
+        return self._children[path]
+
+    def is_leaf(self, path: str) -> bool:
+        return not self._children[path]
+
+    def ancestors(self, path: str) -> Iterator[str]:
+        """Parent, grandparent, ... up to root (the queue itself excluded)."""
+        parent = self.queues[path].parent
+        while parent is not None:
+            yield parent
+            parent = self.queues[parent].parent
+
+    def path_from_root(self, path: str) -> list[str]:
+        return [*reversed(list(self.ancestors(path))), path]
+
+    def effective_max(self, path: str) -> dict[str, int]:
+        """Component-wise minimum of the max along the path (a type no queue limits is absent,
+        i.e. unlimited)."""
+        limit: dict[str, int] = {}
+        for step in self.path_from_root(path):
+            limit = resources.limit_min(limit, self.queues[step].max)
+        return limit
+
+    def effective_policy(self, path: str) -> Effective:
+        """``preemption.policy``: the queue's own value, else ``disabled`` if the nearest ancestor
+        that sets one says so, else ``default`` (``fence`` is never inherited)."""
+        own = _policy_of(self.queues[path])
+        if own is not None:
+            return Effective(own, path)
+        for ancestor in self.ancestors(path):
+            inherited = _policy_of(self.queues[ancestor])
+            if inherited is not None:
+                if inherited == "disabled":
+                    return Effective("disabled", ancestor)
+                break
+        return Effective("default", None)
+
+    def effective_quota_delay(self, path: str) -> Effective:
+        """``quota.preemption.delay`` in seconds from the queue or its nearest ancestor that sets
+        it; 0 (quota preemption off for the queue) when none does."""
+        for step in [path, *self.ancestors(path)]:
+            seconds = _duration_property(self.queues[step], PROPERTY_QUOTA_DELAY)
+            if seconds is not None:
+                return Effective(seconds, step)
+        return Effective(0, None)
+
+    def preemption_delay(self, path: str) -> Effective:
+        """A leaf's own ``preemption.delay`` (never inherited), else the partition default."""
+        seconds = _duration_property(self.queues[path], PROPERTY_DELAY)
+        if seconds is not None and self.is_leaf(path):
+            return Effective(seconds, path)
+        return Effective(self.settings.default_preemption_delay, "partition")
+
+
+def _policy_of(queue: QueueConfig) -> str | None:
+    value = queue.properties.get(PROPERTY_POLICY)
+    if value is None:
+        return None
+    lowered = value.strip().lower()
+    return lowered if lowered in PREEMPTION_POLICIES else None
+
+
+def _duration_property(queue: QueueConfig, key: str) -> int | None:
+    value = queue.properties.get(key)
+    if value is None:
+        return None
+    try:
+        return parse_duration(value, field=key)
+    except DurationError:
+        return None
+
+
+def validate_config(config: PartitionConfig) -> list[ConfigError]:
+    """Every broken rule of SPEC 3.2 in ``config``; an empty list means it may be saved.
+
+    Steps: partition settings; tree structure (one root, known parents, no cycles, valid and
+    unique names) — later rules need a tree, so they run only when the structure holds; property
+    values; then the resource rules between each queue, its parent and its children.
+    """
+    errors = _settings_errors(config.settings)
+    structure = _structure_errors(config)
+    if structure:
+        return errors + structure
+    hierarchy = Hierarchy(config)
+    for queue in config.queues:
+        errors.extend(_property_errors(queue))
+        errors.extend(_queue_resource_errors(hierarchy, queue))
+    return errors
+
+
+def config_notices(config: PartitionConfig) -> list[ConfigError]:
+    """Settings that are valid but have no effect, for the UI to point out (not errors)."""
+    hierarchy = Hierarchy(config)
+    return [
+        ConfigError(
+            queue.path,
+            f"properties.{PROPERTY_DELAY}",
+            "set on a parent queue: preemption.delay is read on leaf queues only",
+        )
+        for queue in config.queues
+        if PROPERTY_DELAY in queue.properties and not hierarchy.is_leaf(queue.path)
+    ]
+
+
+def _settings_errors(settings: PartitionSettings) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    if not isinstance(settings.name, str) or not NAME_PATTERN.match(settings.name):
+        errors.append(ConfigError(None, "name", f"{settings.name!r} is not a valid name"))
+    if not _is_int(settings.miss_percent) or not 0 <= settings.miss_percent <= 100:
+        errors.append(ConfigError(None, "miss_percent", "must be an integer from 0 to 100"))
+    for key in ("default_preemption_delay", "daemonset_preemption_delay"):
+        value = getattr(settings, key)
+        if not _is_int(value) or value < 0:
+            errors.append(ConfigError(None, key, "must be a whole number of seconds >= 0"))
+    if settings.ask_policy not in ASK_POLICIES:
+        errors.append(ConfigError(None, "ask_policy", f"must be one of {', '.join(ASK_POLICIES)}"))
+    for key in ("preemption_enabled", "quota_preemption_enabled"):
+        if not isinstance(getattr(settings, key), bool):
+            errors.append(ConfigError(None, key, "must be true or false"))
+    return errors
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _structure_errors(config: PartitionConfig) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    by_path: dict[str, QueueConfig] = {}
+    for queue in config.queues:
+        if queue.path in by_path:
+            errors.append(ConfigError(queue.path, "name", f"duplicate queue name {queue.name!r}"))
+        by_path[queue.path] = queue
+
+    roots = [queue for queue in config.queues if queue.parent is None]
+    if [queue.path for queue in roots] != [ROOT]:
+        errors.append(ConfigError(None, "queues", "there must be exactly one top queue, 'root'"))
+    for queue in config.queues:
+        if queue.parent is None:
+            continue
+        if not NAME_PATTERN.match(queue.name):
+            errors.append(
+                ConfigError(
+                    queue.path,
+                    "name",
+                    f"{queue.name!r} is not a valid queue name (1-64 of a-z A-Z 0-9 _ : # / @ -)",
+                )
+            )
+        if queue.parent not in by_path:
+            errors.append(ConfigError(queue.path, "parent", f"no queue {queue.parent!r}"))
+        elif _in_cycle(queue, by_path):
+            errors.append(ConfigError(queue.path, "parent", "queue parents form a cycle"))
+        elif queue.path != f"{queue.parent}.{queue.name}":
+            errors.append(ConfigError(queue.path, "path", f"must be {queue.parent}.{queue.name}"))
+    return errors
+
+
+def _in_cycle(queue: QueueConfig, by_path: dict[str, QueueConfig]) -> bool:
+    """True when following parents from ``queue`` never reaches a queue without one."""
+    seen = {queue.path}
+    parent = queue.parent
+    while parent is not None:
+        if parent in seen:
+            return True
+        seen.add(parent)
+        following = by_path.get(parent)
+        if following is None:
+            return False
+        parent = following.parent
+    return False
+
+
+def _property_errors(queue: QueueConfig) -> list[ConfigError]:
+    errors: list[ConfigError] = []
+    for key, value in queue.properties.items():
+        if not isinstance(key, str) or not key or not isinstance(value, str):
+            errors.append(ConfigError(queue.path, f"properties.{key}", "must be a string"))
+    policy = queue.properties.get(PROPERTY_POLICY)
+    if isinstance(policy, str) and policy.strip().lower() not in PREEMPTION_POLICIES:
+        errors.append(
+            ConfigError(
+                queue.path,
+                f"properties.{PROPERTY_POLICY}",
+                f"{policy!r} is not one of {', '.join(PREEMPTION_POLICIES)}",
+            )
+        )
+    for key, minimum in ((PROPERTY_DELAY, 1), (PROPERTY_QUOTA_DELAY, 0)):
+        value = queue.properties.get(key)
+        if not isinstance(value, str):
+            continue
+        try:
+            seconds = parse_duration(value, field=key)
+        except DurationError as exc:
+            errors.append(ConfigError(queue.path, f"properties.{key}", exc.message))
+            continue
+        if seconds < minimum:
+            errors.append(
+                ConfigError(queue.path, f"properties.{key}", f"must be at least {minimum}s")
+            )
+    return errors
+
+
+def _queue_resource_errors(hierarchy: Hierarchy, queue: QueueConfig) -> list[ConfigError]:
+    """Rules between the queue's own values, its parent and its children (SPEC 3.2)."""
+    errors: list[ConfigError] = []
+    for kind in ("guaranteed", "max"):
+        for name, value in getattr(queue, kind).items():
+            if not isinstance(name, str) or not name:
+                errors.append(ConfigError(queue.path, kind, "resource names must be strings"))
+            elif not _is_int(value) or value < 0:
+                errors.append(ConfigError(queue.path, f"{kind}.{name}", "must be a quantity >= 0"))
+    if errors:
+        return errors
+
+    if queue.path == ROOT:
+        if queue.guaranteed or queue.max:
+            errors.append(ConfigError(ROOT, "resources", "the root queue carries no resources"))
+        return errors
+
+    for name, value in queue.guaranteed.items():
+        if name in queue.max and value > queue.max[name]:
+            errors.append(
+                ConfigError(
+                    queue.path,
+                    f"guaranteed.{name}",
+                    f"guaranteed {_fmt(name, value)} is above max {_fmt(name, queue.max[name])}",
+                )
+            )
+
+    assert queue.parent is not None
+    parent_max = hierarchy.effective_max(queue.parent)
+    for name, value in queue.max.items():
+        if name in parent_max and value > parent_max[name]:
+            errors.append(
+                ConfigError(
+                    queue.path,
+                    f"max.{name}",
+                    f"max {_fmt(name, value)} is above the parent's effective max "
+                    f"{_fmt(name, parent_max[name])}",
+                )
+            )
+
+    errors.extend(_children_guarantee_errors(hierarchy, queue))
+
+    delay = hierarchy.effective_quota_delay(queue.path)
+    if isinstance(delay.value, int) and delay.value > 0:
+        for name, value in queue.guaranteed.items():
+            if name in queue.max and queue.max[name] <= value:
+                errors.append(
+                    ConfigError(
+                        queue.path,
+                        f"max.{name}",
+                        f"max must be greater than guaranteed ({_fmt(name, value)}) while "
+                        f"quota.preemption.delay is set (from {delay.source})",
+                    )
+                )
+    return errors
+
+
+def _children_guarantee_errors(hierarchy: Hierarchy, queue: QueueConfig) -> list[ConfigError]:
+    children = [hierarchy.queues[path] for path in hierarchy.children(queue.path)]
+    if not children:
+        return []
+    total: dict[str, int] = {}
+    for child in children:
+        total = resources.add(total, child.guaranteed)
+    errors = []
+    own_max = hierarchy.effective_max(queue.path)
+    for name, value in sorted(total.items()):
+        if name in queue.guaranteed and value > queue.guaranteed[name]:
+            errors.append(
+                ConfigError(
+                    queue.path,
+                    f"guaranteed.{name}",
+                    f"children's guarantees add up to {_fmt(name, value)}, above this queue's "
+                    f"guarantee {_fmt(name, queue.guaranteed[name])}",
+                )
+            )
+        if name in own_max and value > own_max[name]:
+            errors.append(
+                ConfigError(
+                    queue.path,
+                    f"max.{name}",
+                    f"children's guarantees add up to {_fmt(name, value)}, above this queue's "
+                    f"effective max {_fmt(name, own_max[name])}",
+                )
+            )
+    return errors
+
+
+def _fmt(name: str, value: int) -> str:
+    return resources.format_quantity(value, resource=name)

@@ -1,0 +1,51 @@
+"""Audit events: one typed, indexed row for every change and every preemption decision."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class AuditKind(models.TextChoices):
+    """What happened. New kinds are added here so the audit filter lists them."""
+
+    CONFIG_CHANGED = "config.changed", "Config changed"
+    CONFIG_IMPORTED = "config.imported", "Config imported"
+    CONFIG_REVERTED = "config.reverted", "Config reverted"
+
+
+class AuditEvent(models.Model):
+    """An append-only record of one event.
+
+    The actor and the objects are stored as text (``actor_name``, ``partition_name``,
+    ``queue_path``) next to the optional user link, so the record still reads correctly after the
+    user or queue is deleted (STYLE habit 7). ``data`` holds the event's details (revision number,
+    changed fields, ...) for the JSON export. Indexes follow the audit page's filters: newest
+    first, by kind, by queue and by actor.
+    """
+
+    created_at = models.DateTimeField(db_index=True)
+    kind = models.CharField(max_length=40, choices=AuditKind.choices)
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    actor_name = models.CharField(max_length=150)
+    partition_name = models.CharField(max_length=64, blank=True)
+    queue_path = models.CharField(max_length=1024, blank=True)
+    object_type = models.CharField(max_length=40, blank=True)
+    object_id = models.CharField(max_length=64, blank=True)
+    summary = models.TextField()
+    data = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["kind", "-created_at"], name="audit_kind_time"),
+            models.Index(
+                fields=["partition_name", "queue_path", "-created_at"], name="audit_queue_time"
+            ),
+            models.Index(fields=["actor_name", "-created_at"], name="audit_actor_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.kind} {self.summary}"

@@ -1,0 +1,55 @@
+"""The Celery application, configured from Django settings (SPEC 5).
+
+Delivery is at-least-once by design: ``acks_late`` with ``reject_on_worker_lost`` means a task
+whose worker dies is delivered again, so every task must be idempotent (they take ids only and the
+services they call check state before writing). The hard time limit stays below the broker's
+visibility timeout so a slow task is killed before the broker hands it to a second worker.
+"""
+
+from __future__ import annotations
+
+import os
+
+from celery import Celery
+from django.conf import settings
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_admin.settings")
+
+app = Celery("scheduler_admin")
+
+#: Static beat schedule. Each entry expires before its next tick so a backlog never piles up.
+BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "record-worker-heartbeat": {
+        "task": "scheduler_admin.system.tasks.record_heartbeat",
+        "schedule": 10.0,
+        "options": {"expires": 8.0},
+    },
+}
+
+
+def configure(celery_app: Celery) -> None:
+    """Apply the task, broker and beat settings; called once Django settings can be read."""
+    celery_app.conf.update(
+        broker_url=settings.CELERY_BROKER_URL,
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={"visibility_timeout": settings.CELERY_BROKER_VISIBILITY_TIMEOUT},
+        task_serializer="json",
+        result_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_time_limit=settings.CELERY_TASK_TIME_LIMIT,
+        task_soft_time_limit=max(settings.CELERY_TASK_TIME_LIMIT - 30, 5),
+        worker_hijack_root_logger=False,
+        beat_schedule=BEAT_SCHEDULE,
+        beat_schedule_filename=settings.CELERY_BEAT_SCHEDULE_FILE,
+        timezone="UTC",
+        enable_utc=True,
+    )
+
+
+app.config_from_object({})  # settings are applied lazily below, once Django is importable
+app.on_configure.connect(lambda sender, **_: configure(sender), weak=False)
+app.autodiscover_tasks()

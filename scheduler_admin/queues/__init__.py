@@ -1,0 +1,1 @@
+"""Partitions, the queue tree and its revision history."""

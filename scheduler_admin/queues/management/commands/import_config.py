@@ -1,0 +1,92 @@
+"""``manage.py import_config FILE``: load a YuniKorn queues.yaml, all or nothing."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from preemption.config import diff_configs
+from preemption.hierarchy import ConfigErrors
+from scheduler_admin.queues import services
+from scheduler_admin.queues.management.commands._common import (
+    errors_to_command_error,
+    resolve_user,
+)
+from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.yaml_io import parse_queues_yaml
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a YuniKorn queues.yaml. Every partition in the file is validated first; if any "
+        "error is found nothing is saved and every error is listed with its path."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("file", help="path of the queues.yaml to import ('-' for stdin)")
+        parser.add_argument("--partition", help="import only this partition of the file")
+        parser.add_argument("--comment", help="revision comment (default: 'Imported from FILE')")
+        parser.add_argument("--user", help="record this user as the author")
+        parser.add_argument(
+            "--dry-run", action="store_true", help="validate and show the changes, save nothing"
+        )
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        source = options["file"]
+        content = self._read(source)
+        try:
+            configs = parse_queues_yaml(
+                content, settings_for=services.settings_for_import, source=source
+            )
+        except ConfigErrors as exc:
+            raise errors_to_command_error(source, exc) from None
+        if options["partition"]:
+            configs = [c for c in configs if c.name == options["partition"]]
+            if not configs:
+                raise CommandError(
+                    f"--partition: {source} has no partition {options['partition']!r}"
+                )
+
+        if options["dry_run"]:
+            self._show_plan(configs)
+            self.stdout.write("Dry run: nothing was saved.")
+            return
+        comment = options["comment"] or f"Imported from {Path(source).name}"
+        try:
+            results = services.import_partition_configs(
+                configs, actor=resolve_user(options["user"]), comment=comment
+            )
+        except ConfigErrors as exc:
+            raise errors_to_command_error(source, exc) from None
+        for result in results:
+            if result.revision is None:
+                self.stdout.write(f"{result.partition.name}: unchanged")
+            else:
+                self.stdout.write(
+                    self.style.SUCCESS(
+                        f"{result.partition.name}: saved as revision {result.revision.number}"
+                    )
+                )
+
+    def _read(self, source: str) -> bytes:
+        if source == "-":
+            return sys.stdin.buffer.read()
+        try:
+            return Path(source).read_bytes()
+        except OSError as exc:
+            raise CommandError(f"{source}: cannot read ({exc.strerror})") from None
+
+    def _show_plan(self, configs: list) -> None:
+        for config in configs:
+            partition = Partition.objects.filter(name=config.name).first()
+            if partition is None:
+                self.stdout.write(f"{config.name}: new partition with {len(config.queues)} queues")
+                continue
+            changes = diff_configs(partition.current_config(), config)
+            self.stdout.write(f"{config.name}: {len(changes)} change(s)")
+            for change in changes:
+                where = change.queue or "partition"
+                self.stdout.write(f"  {where} {change.field}: {change.old!r} -> {change.new!r}")

@@ -1,0 +1,168 @@
+"""Partitions, their queue tree and the revision history of their configuration.
+
+Rows here are written only by ``scheduler_admin.queues.services``: every change validates the whole
+partition, bumps versions, and writes a revision and an audit event in one transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+
+from preemption.config import PartitionConfig, PartitionSettings, QueueConfig
+
+
+class AskPolicy(models.TextChoices):
+    INTER_QUEUE = "inter_queue", "Inter-queue (seven laws)"
+    PRIORITY = "priority", "Kubernetes priority"
+
+
+class Partition(models.Model):
+    """A partition's settings (SPEC 3.2). Delays are whole seconds.
+
+    ``version`` rises with every saved change to the partition's config, so a client that read
+    revision N can refuse to overwrite a newer one. ``extra`` keeps the YuniKorn partition keys the
+    product does not act on (placement rules, limits, ...) for export.
+    """
+
+    name = models.CharField(max_length=64, unique=True)
+    preemption_enabled = models.BooleanField(default=True)
+    quota_preemption_enabled = models.BooleanField(default=False)
+    miss_percent = models.PositiveSmallIntegerField(default=0)
+    default_preemption_delay = models.PositiveIntegerField(default=30)
+    daemonset_preemption_delay = models.PositiveIntegerField(default=0)
+    ask_policy = models.CharField(
+        max_length=20, choices=AskPolicy.choices, default=AskPolicy.INTER_QUEUE
+    )
+    extra = models.JSONField(default=dict, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(miss_percent__lte=100), name="partition_miss_percent_max_100"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def settings_config(self) -> PartitionSettings:
+        return PartitionSettings(
+            name=self.name,
+            preemption_enabled=self.preemption_enabled,
+            quota_preemption_enabled=self.quota_preemption_enabled,
+            miss_percent=self.miss_percent,
+            default_preemption_delay=self.default_preemption_delay,
+            daemonset_preemption_delay=self.daemonset_preemption_delay,
+            ask_policy=self.ask_policy,
+            extra=self.extra,
+        )
+
+    def current_config(self) -> PartitionConfig:
+        """The partition as saved now, queues parents first in configured order."""
+        queues = sorted(self.queues.all(), key=lambda queue: queue.sort_key)
+        return PartitionConfig(
+            settings=self.settings_config(), queues=tuple(q.to_config() for q in queues)
+        )
+
+
+class Queue(models.Model):
+    """One queue of a partition's tree.
+
+    The tree is an adjacency list (``parent``) plus the materialised ``path`` (``root.a.b``):
+    queue names cannot contain ``.``, so a subtree is ``path = P or path LIKE 'P.%'`` in one indexed
+    query and no tree library is needed. ``position`` keeps the configured order of siblings so an
+    export reproduces the imported file. ``version`` is the optimistic-concurrency token: a write
+    that names an older version is refused.
+    """
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="queues")
+    parent = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.CASCADE, related_name="children"
+    )
+    name = models.CharField(max_length=64)
+    path = models.CharField(max_length=1024)
+    depth = models.PositiveSmallIntegerField(default=0)
+    position = models.PositiveIntegerField(default=0)
+    guaranteed = models.JSONField(default=dict, blank=True)
+    max = models.JSONField(default=dict, blank=True)
+    properties = models.JSONField(default=dict, blank=True)
+    extra = models.JSONField(default=dict, blank=True)
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["partition", "path"]
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "path"], name="queue_unique_path"),
+            models.UniqueConstraint(
+                fields=["partition"],
+                condition=models.Q(parent__isnull=True),
+                name="queue_one_root_per_partition",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.partition.name}:{self.path}"
+
+    @property
+    def sort_key(self) -> tuple[Any, ...]:
+        """Orders a partition's queues parents first, siblings by position (for export)."""
+        return (self.depth, self.parent_id or 0, self.position, self.path)
+
+    def to_config(self) -> QueueConfig:
+        parent_path = self.path.rsplit(".", 1)[0] if self.parent_id else None
+        return QueueConfig(
+            path=self.path,
+            parent=parent_path,
+            name=self.name,
+            guaranteed=dict(self.guaranteed),
+            max=dict(self.max),
+            properties=dict(self.properties),
+            extra=dict(self.extra),
+        )
+
+
+class RevisionKind(models.TextChoices):
+    CHANGE = "change", "Change"
+    IMPORT = "import", "Import"
+    REVERT = "revert", "Revert"
+
+
+class ConfigRevision(models.Model):
+    """An immutable snapshot of a whole partition config after one saved change.
+
+    History is append-only (STYLE habit 6): a revert is a new revision copied from an old one, and
+    diffs between any two revisions are computed on read from the snapshots.
+    """
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    kind = models.CharField(max_length=10, choices=RevisionKind.choices)
+    created_at = models.DateTimeField()
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    author_name = models.CharField(max_length=150)
+    comment = models.TextField()
+    reverted_from = models.PositiveIntegerField(null=True, blank=True)
+    snapshot = models.JSONField()
+
+    class Meta:
+        ordering = ["partition", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "number"], name="revision_unique_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.partition.name} r{self.number}"
+
+    def config(self) -> PartitionConfig:
+        return PartitionConfig.from_json(self.snapshot)

@@ -1,0 +1,192 @@
+"""Django settings for Scheduler Admin, read only from environment variables.
+
+``SCHEDULER_ENV`` picks the profile:
+
+- ``production`` (the default, so a forgotten variable fails safe): ``SECRET_KEY`` and
+  ``ALLOWED_HOSTS`` are required, cookies are secure, HTTPS is enforced.
+- ``local``: what the README's run command uses on a laptop over plain http on loopback.
+- ``test``: the test suite (see ``scheduler_admin/test_settings.py``).
+
+Every variable is listed in ``.env.example``. Bad values stop start-up with a message naming the
+variable (``scheduler_admin.env.Env``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+from scheduler_admin.env import Env
+
+env = Env()
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = Path(env.str("SCHEDULER_VAR_DIR", str(BASE_DIR / "var")))
+
+SCHEDULER_ENV = env.choice("SCHEDULER_ENV", "production", ("production", "local", "test"))
+IS_PRODUCTION = SCHEDULER_ENV == "production"
+
+DEBUG = env.bool("DEBUG", False)
+if IS_PRODUCTION and DEBUG:
+    raise ImproperlyConfigured("DEBUG=true is not allowed with SCHEDULER_ENV=production")
+
+if IS_PRODUCTION:
+    SECRET_KEY = env.required_str("SECRET_KEY")
+    ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", [])
+    if not ALLOWED_HOSTS:
+        raise ImproperlyConfigured("ALLOWED_HOSTS must be set with SCHEDULER_ENV=production")
+else:
+    # Outside production a missing key is tolerated but never shared: the run script generates
+    # one per checkout, and tests use a throwaway value.
+    SECRET_KEY = env.str("SECRET_KEY", "insecure-key-for-local-and-test-use-only-0123456789abcdef")
+    ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", ["localhost", "127.0.0.1", "[::1]", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "scheduler_admin.accounts",
+    "scheduler_admin.audit",
+    "scheduler_admin.queues",
+    "scheduler_admin.system",
+    "scheduler_admin.web",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.auth.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "scheduler_admin.urls"
+WSGI_APPLICATION = "scheduler_admin.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "scheduler_admin.accounts.context_processors.roles",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------------------------
+# Default: a SQLite file under var/ (the embedded, one-command set-up). PostgreSQL is what
+# production and the concurrency tests use: DATABASE_URL=postgres://user@host:5432/name
+DATABASE_URL = env.str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'scheduler_admin.sqlite3'}")
+try:
+    _database = dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+except ValueError as exc:
+    raise ImproperlyConfigured(f"DATABASE_URL is not a database URL: {exc}") from None
+if _database["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets readers run beside the single writer; IMMEDIATE takes the write lock at BEGIN so
+    # two writers queue on the busy timeout instead of failing with "database is locked" halfway.
+    _database["CONN_MAX_AGE"] = 0
+    _database["OPTIONS"] = {
+        "timeout": 20,
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+elif _database["ENGINE"] != "django.db.backends.postgresql":
+    raise ImproperlyConfigured("DATABASE_URL must point at PostgreSQL or SQLite")
+DATABASES = {"default": _database}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+# --- Auth ---------------------------------------------------------------------------------------
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = Path(env.str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if IS_PRODUCTION
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+# Outside production whitenoise serves straight from the finders, so no collectstatic is needed.
+WHITENOISE_USE_FINDERS = not IS_PRODUCTION
+
+# --- Security -----------------------------------------------------------------------------------
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", IS_PRODUCTION)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", IS_PRODUCTION)
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", IS_PRODUCTION)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", 31536000 if IS_PRODUCTION else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", False)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_X_FORWARDED_PROTO", "https") if env.bool("TRUST_X_FORWARDED_PROTO", False) else None
+)
+# The health endpoint is probed over plain http inside the compose network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SESSION_COOKIE_HTTPONLY = True
+X_FRAME_OPTIONS = "DENY"
+
+# --- Product settings ---------------------------------------------------------------------------
+# The largest queues.yaml accepted on import, in bytes (SPEC 6).
+CONFIG_MAX_BYTES = env.int("CONFIG_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
+
+# --- Celery -------------------------------------------------------------------------------------
+# With REDIS_URL set, Redis is the broker. Without it (the embedded default) Celery's SQLAlchemy
+# transport keeps the queue in its own SQLite file, so nothing else has to be installed.
+REDIS_URL = env.raw("REDIS_URL")
+CELERY_BROKER_URL = env.str(
+    "CELERY_BROKER_URL",
+    REDIS_URL or f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}",
+)
+CELERY_BROKER_VISIBILITY_TIMEOUT = env.int("CELERY_BROKER_VISIBILITY_TIMEOUT", 3600, minimum=60)
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", 600, minimum=10)
+if CELERY_TASK_TIME_LIMIT >= CELERY_BROKER_VISIBILITY_TIMEOUT:
+    # A task still running when the visibility timeout passes would be delivered a second time.
+    raise ImproperlyConfigured(
+        "CELERY_TASK_TIME_LIMIT must be below CELERY_BROKER_VISIBILITY_TIMEOUT"
+    )
+CELERY_BEAT_SCHEDULE_FILE = env.str(
+    "CELERY_BEAT_SCHEDULE_FILE", str(VAR_DIR / "celerybeat-schedule")
+)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

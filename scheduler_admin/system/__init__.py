@@ -1,0 +1,1 @@
+"""Operational plumbing: worker heartbeats and health."""

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class SystemConfig(AppConfig):
+    name = "scheduler_admin.system"
+    label = "system"

@@ -1,0 +1,15 @@
+"""Settings for the test suite: the production module with test defaults for unset variables.
+
+Tests talk to real PostgreSQL and Redis on loopback; ``DATABASE_URL`` and ``REDIS_URL`` from the
+environment win (CI sets them), these defaults match the development machine.
+"""
+
+import os
+
+os.environ.setdefault("SCHEDULER_ENV", "test")
+os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
+os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+from scheduler_admin.settings import *  # noqa: F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests

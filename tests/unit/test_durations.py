@@ -1,0 +1,150 @@
+"""Tests for preemption.durations: parsing and formatting whole-second durations."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from preemption.durations import MAX_DURATION, DurationError, format_duration, parse_duration
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (0, 0),
+        (90, 90),
+        (7200, 7200),
+        (MAX_DURATION, MAX_DURATION),
+        ("0", 0),
+        ("7200", 7200),
+        ("  7200  ", 7200),
+        ("0s", 0),
+        ("30s", 30),
+        ("5m", 300),
+        ("2h", 7200),
+        ("1h30m", 5400),
+        ("1h30m0s", 5400),
+        ("1h1m1s", 3661),
+        ("1h0m", 3600),
+        ("90s", 90),
+        ("90m", 5400),
+        ("48h", 172_800),
+        ("5m30s", 330),
+        ("1h30s", 3630),
+        (" 1h30m\n", 5400),
+        ("007s", 7),
+    ],
+)
+def test_parse_duration_accepts_valid_values(value: object, expected: int) -> None:
+    assert parse_duration(value, field="preemption.delay") == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "message_part"),
+    [
+        (-1, "must not be negative"),
+        ("-5s", "must not be negative"),
+        ("-5", "must not be negative"),
+        ("1.5s", "fractional durations are not allowed"),
+        ("1.5", "fractional durations are not allowed"),
+        ("1h0.5m", "fractional durations are not allowed"),
+        ("500ms", "unit 'ms' is not supported"),
+        ("10us", "unit 'us' is not supported"),
+        ("10µs", "unit 'µs' is not supported"),
+        ("10ns", "unit 'ns' is not supported"),
+        ("5d", "unknown unit 'd'"),
+        ("5x", "unknown unit 'x'"),
+        ("5H", "unknown unit 'H'"),
+        ("1h 30m", "unknown unit 'h '"),
+        ("30s1m", "order h, m, s"),
+        ("1m1h", "order h, m, s"),
+        ("1h1h", "unit 'h' appears more than once"),
+        ("1m2m", "unit 'm' appears more than once"),
+        ("1h30", "has no unit"),
+        ("", "the value is empty"),
+        ("   ", "the value is empty"),
+        ("abc", "is not a duration"),
+        ("h", "is not a duration"),
+        ("+5s", "is not a duration"),
+        (True, "is not a duration"),
+        (False, "is not a duration"),
+        (1.5, "is not a duration"),
+        (None, "is not a duration"),
+        (["5s"], "is not a duration"),
+        (MAX_DURATION + 1, "too large"),
+        ("9" * 40, "too large"),
+        ("99999999999999999999h", "too large"),
+        ("2562047788015216h", "too large"),
+    ],
+)
+def test_parse_duration_rejects_invalid_values(value: object, message_part: str) -> None:
+    field = "queues.root.preemption.delay"
+    with pytest.raises(DurationError) as info:
+        parse_duration(value, field=field)
+    assert info.value.field == field
+    assert str(info.value).startswith(f"{field}: ")
+    assert message_part in info.value.message
+
+
+@pytest.mark.parametrize("value", ["5x", "30s1m", "1.5s", "abc", "-5s"])
+def test_parse_duration_error_quotes_the_value(value: str) -> None:
+    with pytest.raises(DurationError) as info:
+        parse_duration(value, field="f")
+    assert repr(value) in str(info.value)
+
+
+def test_duration_error_is_a_value_error_that_survives_pickling() -> None:
+    error = pickle.loads(pickle.dumps(DurationError("a.b", "broken")))
+    assert isinstance(error, ValueError)
+    assert (error.field, error.message, str(error)) == ("a.b", "broken", "a.b: broken")
+
+
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        (0, "0s"),
+        (1, "1s"),
+        (59, "59s"),
+        (60, "1m"),
+        (90, "1m30s"),
+        (3600, "1h"),
+        (3601, "1h1s"),
+        (3660, "1h1m"),
+        (3661, "1h1m1s"),
+        (5400, "1h30m"),
+        (86_400, "24h"),
+    ],
+)
+def test_format_duration_omits_zero_parts(seconds: int, expected: str) -> None:
+    assert format_duration(seconds) == expected
+
+
+def test_format_duration_rejects_negative_values() -> None:
+    with pytest.raises(ValueError):
+        format_duration(-1)
+
+
+@given(st.integers(min_value=0, max_value=MAX_DURATION))
+def test_format_then_parse_round_trips(seconds: int) -> None:
+    assert parse_duration(format_duration(seconds), field="f") == seconds
+
+
+@given(
+    hours=st.integers(min_value=0, max_value=10**6),
+    minutes=st.integers(min_value=0, max_value=10**6),
+    secs=st.integers(min_value=0, max_value=10**6),
+)
+def test_parse_adds_up_all_parts(hours: int, minutes: int, secs: int) -> None:
+    text = f"{hours}h{minutes}m{secs}s"
+    assert parse_duration(text, field="f") == hours * 3600 + minutes * 60 + secs
+
+
+def test_parse_duration_reports_huge_inputs_without_flooding_the_message() -> None:
+    # repr() of an int this large raises, and a very long string must not be quoted in full.
+    for value in (10**5000, "9" * 5000, "1" + "x" * 5000):
+        with pytest.raises(DurationError) as info:
+            parse_duration(value, field="f")
+        assert len(str(info.value)) < 400
