@@ -27,12 +27,21 @@ BEAT_SCHEDULE: dict[str, dict[str, object]] = {
 }
 
 
+def _transport_options(broker_url: str) -> dict[str, object]:
+    """The visibility timeout matters on Redis (unacked tasks are redelivered after it); the
+    SQLAlchemy transport of the embedded default passes options to ``create_engine`` and takes
+    none of these."""
+    if broker_url.startswith(("redis://", "rediss://")):
+        return {"visibility_timeout": settings.CELERY_BROKER_VISIBILITY_TIMEOUT}
+    return {}
+
+
 def configure(celery_app: Celery) -> None:
     """Apply the task, broker and beat settings; called once Django settings can be read."""
     celery_app.conf.update(
         broker_url=settings.CELERY_BROKER_URL,
         broker_connection_retry_on_startup=True,
-        broker_transport_options={"visibility_timeout": settings.CELERY_BROKER_VISIBILITY_TIMEOUT},
+        broker_transport_options=_transport_options(settings.CELERY_BROKER_URL),
         task_serializer="json",
         result_serializer="json",
         accept_content=["json"],

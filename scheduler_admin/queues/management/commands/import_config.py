@@ -31,6 +31,11 @@ class Command(BaseCommand):
         parser.add_argument("--comment", help="revision comment (default: 'Imported from FILE')")
         parser.add_argument("--user", help="record this user as the author")
         parser.add_argument(
+            "--skip-existing",
+            action="store_true",
+            help="leave partitions that already exist untouched (used to load the demo once)",
+        )
+        parser.add_argument(
             "--dry-run", action="store_true", help="validate and show the changes, save nothing"
         )
 
@@ -50,6 +55,13 @@ class Command(BaseCommand):
                     f"--partition: {source} has no partition {options['partition']!r}"
                 )
 
+        if options["skip_existing"]:
+            existing = set(Partition.objects.values_list("name", flat=True))
+            for name in sorted(existing & {c.name for c in configs}):
+                self.stdout.write(f"{name}: exists, left as it is")
+            configs = [c for c in configs if c.name not in existing]
+            if not configs:
+                return
         if options["dry_run"]:
             self._show_plan(configs)
             self.stdout.write("Dry run: nothing was saved.")

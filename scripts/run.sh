@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Runs the whole product on the embedded default: SQLite database, SQLite-backed Celery broker,
+# web (gunicorn) + Celery worker + Celery beat, an admin account and the demo partition.
+# Ctrl-C stops all three and leaves no process behind. Called by `make run`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PY=.venv/bin/python
+PORT="${PORT:-8000}"
+export SCHEDULER_ENV="${SCHEDULER_ENV:-local}"
+export PYTHONUNBUFFERED=1
+mkdir -p var/staticfiles
+
+# One secret key per checkout, kept under var/ (never committed) unless the environment has one.
+if [ -z "${SECRET_KEY:-}" ]; then
+  [ -s var/secret_key ] || "$PY" -c 'import secrets; print(secrets.token_urlsafe(50))' > var/secret_key
+  SECRET_KEY="$(cat var/secret_key)"
+  export SECRET_KEY
+fi
+
+"$PY" manage.py migrate --noinput -v 0
+"$PY" manage.py ensure_admin
+"$PY" manage.py import_config demo/queues.yaml --skip-existing --comment "Demo partition"
+
+# Job control puts every background process in its own process group, so Ctrl-C reaches only
+# this script, which then stops each group (gunicorn and Celery workers fork children).
+set -m
+pids=()
+start() {
+  local name=$1; shift
+  "$@" > >(sed -u "s/^/[$name] /") 2>&1 &
+  pids+=($!)
+}
+
+stop() {
+  trap - INT TERM EXIT
+  echo
+  echo "Stopping web, worker and beat..."
+  for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
+  for _ in $(seq 1 100); do
+    alive=0
+    for pid in "${pids[@]}"; do kill -0 -- "-$pid" 2>/dev/null && alive=1; done
+    [ "$alive" = 0 ] && break
+    sleep 0.1
+  done
+  for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  echo "Stopped."
+}
+trap stop INT TERM EXIT
+
+start web .venv/bin/gunicorn scheduler_admin.wsgi:application \
+  --bind "127.0.0.1:$PORT" --workers 2 --access-logfile - --graceful-timeout 5
+start worker .venv/bin/celery -A scheduler_admin worker --loglevel INFO --concurrency 1 \
+  --hostname "worker@%h"
+start beat .venv/bin/celery -A scheduler_admin beat --loglevel INFO \
+  --schedule var/celerybeat-schedule
+
+for _ in $(seq 1 100); do
+  "$PY" -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$PORT/healthz', timeout=1)" \
+    2>/dev/null && break
+  sleep 0.2
+done
+echo
+echo "Scheduler Admin is running at http://127.0.0.1:$PORT/  (sign in as ${ADMIN_USERNAME:-admin}; Ctrl-C stops it)"
+echo
+
+# Stop everything as soon as any of the three exits on its own.
+wait -n "${pids[@]}" || true

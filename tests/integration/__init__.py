@@ -1,0 +1,1 @@
+"""Integration tests: real PostgreSQL, Redis, Celery and gunicorn processes on loopback."""
