@@ -141,6 +141,13 @@ class PartitionConfig:
     def children(self, path: str) -> list[QueueConfig]:
         return [queue for queue in self.queues if queue.parent == path]
 
+    def sibling_order(self) -> dict[str | None, list[str]]:
+        """Children's paths per parent path, in configured order (what an export preserves)."""
+        order: dict[str | None, list[str]] = {}
+        for queue in self.queues:
+            order.setdefault(queue.parent, []).append(queue.path)
+        return order
+
     def with_queue(self, updated: QueueConfig) -> PartitionConfig:
         """A copy with the queue of the same path replaced (appended if it is new)."""
         queues = list(self.queues)

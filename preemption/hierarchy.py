@@ -27,7 +27,7 @@ from preemption.config import (
 from preemption.durations import DurationError, parse_duration
 
 #: YuniKorn's rule for queue names (and ours for partition names).
-NAME_PATTERN = re.compile(r"^[a-zA-Z0-9_:#/@-]{1,64}$")
+NAME_PATTERN = re.compile(r"[a-zA-Z0-9_:#/@-]{1,64}")  # always used with fullmatch
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ def config_notices(config: PartitionConfig) -> list[ConfigError]:
 
 def _settings_errors(settings: PartitionSettings) -> list[ConfigError]:
     errors: list[ConfigError] = []
-    if not isinstance(settings.name, str) or not NAME_PATTERN.match(settings.name):
+    if not isinstance(settings.name, str) or not NAME_PATTERN.fullmatch(settings.name):
         errors.append(ConfigError(None, "name", f"{settings.name!r} is not a valid name"))
     if not _is_int(settings.miss_percent) or not 0 <= settings.miss_percent <= 100:
         errors.append(ConfigError(None, "miss_percent", "must be an integer from 0 to 100"))
@@ -224,7 +224,7 @@ def _structure_errors(config: PartitionConfig) -> list[ConfigError]:
     for queue in config.queues:
         if queue.parent is None:
             continue
-        if not NAME_PATTERN.match(queue.name):
+        if not NAME_PATTERN.fullmatch(queue.name):
             errors.append(
                 ConfigError(
                     queue.path,

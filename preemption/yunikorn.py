@@ -48,11 +48,9 @@ SettingsLookup = Callable[[str], PartitionSettings]
 
 @dataclass
 class _Parser:
-    """Collects errors and YAML locations while walking one document."""
+    """Collects the errors found while walking one document."""
 
     errors: list[ConfigError] = field(default_factory=list)
-    #: queue path -> YAML location of that queue, per partition name
-    locations: dict[str, dict[str, str]] = field(default_factory=dict)
 
     def error(self, at: str, message: str) -> None:
         self.errors.append(ConfigError(None, "", message, at=at))
@@ -80,19 +78,19 @@ def load_scheduler_config(
     if not isinstance(partitions, list) or not partitions:
         parser.error("partitions", "must be a non-empty list of partitions")
         partitions = []
-    seen: set[str] = set()
+    parsed: list[tuple[PartitionConfig, dict[str, str]]] = []
     for index, raw in enumerate(partitions):
-        config = _parse_partition(parser, raw, f"partitions[{index}]", lookup)
+        locations: dict[str, str] = {}
+        config = _parse_partition(parser, raw, f"partitions[{index}]", lookup, locations)
         if config is None:
             continue
-        if config.name in seen:
+        if config.name in {earlier.name for earlier, _ in parsed}:
             parser.error(f"partitions[{index}].name", f"duplicate partition {config.name!r}")
             continue
-        seen.add(config.name)
-        configs.append(config)
+        parsed.append((config, locations))
 
-    for config in configs:
-        locations = parser.locations[config.name]
+    for config, locations in parsed:
+        configs.append(config)
         for error in validate_config(config):
             parser.errors.append(replace(error, at=_yaml_location(error, locations)))
     if parser.errors:
@@ -113,8 +111,13 @@ def _yaml_location(error: ConfigError, locations: dict[str, str]) -> str:
 
 
 def _parse_partition(
-    parser: _Parser, raw: object, at: str, settings_for: SettingsLookup
+    parser: _Parser,
+    raw: object,
+    at: str,
+    settings_for: SettingsLookup,
+    locations: dict[str, str],
 ) -> PartitionConfig | None:
+    """One partition; fills ``locations`` (queue path -> YAML path, "" -> the partition's)."""
     if not isinstance(raw, Mapping):
         parser.error(at, "must be a mapping")
         return None
@@ -122,7 +125,7 @@ def _parse_partition(
         if key not in PARTITION_KEYS:
             parser.error(f"{at}.{key}", "unknown key")
     name = raw.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         parser.error(f"{at}.name", f"{name!r} is not a valid partition name")
         return None
 
@@ -144,8 +147,7 @@ def _parse_partition(
     extra = {key: _verbatim(parser, raw[key], f"{at}.{key}") for key in KEPT_PARTITION_KEYS
              if key in raw}  # fmt: skip
 
-    locations: dict[str, str] = {"": at}
-    parser.locations[name] = locations
+    locations[""] = at
     queues = parse_queue_list(parser, raw.get("queues"), f"{at}.queues", locations)
     settings = replace(
         settings_for(name),
@@ -209,7 +211,7 @@ def _parse_queue(
         if key not in QUEUE_KEYS:
             parser.error(f"{at}.{key}", "unknown key")
     name = raw.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         parser.error(
             f"{at}.name", f"{name!r} is not a valid queue name (1-64 of a-z A-Z 0-9 _ : # / @ -)"
         )

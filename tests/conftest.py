@@ -18,7 +18,14 @@ import pytest
 from django.conf import settings
 
 IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
-DB_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server", "admin_user", "admin_client"}
+DB_FIXTURES = {
+    "db",
+    "transactional_db",
+    "django_db_setup",
+    "live_server",
+    "admin_user",
+    "admin_client",
+}
 
 _skipped: dict[str, int] = {}
 
@@ -52,7 +59,7 @@ def _needs_postgres(item: pytest.Item) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if IN_CI:
+    if IN_CI or not settings.configured:  # not configured: run with -p no:django (unit tests)
         return
     available = {"PostgreSQL": _postgres_reachable(), "Redis": _redis_reachable()}
     for item in items:

@@ -6,8 +6,6 @@ partition, bumps versions, and writes a revision and an audit event in one trans
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.conf import settings
 from django.db import models
 
@@ -66,10 +64,16 @@ class Partition(models.Model):
 
     def current_config(self) -> PartitionConfig:
         """The partition as saved now, queues parents first in configured order."""
-        queues = sorted(self.queues.all(), key=lambda queue: queue.sort_key)
-        return PartitionConfig(
-            settings=self.settings_config(), queues=tuple(q.to_config() for q in queues)
-        )
+        children: dict[int | None, list[Queue]] = {}
+        for queue in sorted(self.queues.all(), key=lambda row: (row.position, row.path)):
+            children.setdefault(queue.parent_id, []).append(queue)
+        ordered: list[QueueConfig] = []
+        stack = list(reversed(children.get(None, [])))
+        while stack:  # depth-first, parents before children, siblings in configured order
+            queue = stack.pop()
+            ordered.append(queue.to_config())
+            stack.extend(reversed(children.get(queue.id, [])))
+        return PartitionConfig(settings=self.settings_config(), queues=tuple(ordered))
 
 
 class Queue(models.Model):
@@ -111,11 +115,6 @@ class Queue(models.Model):
 
     def __str__(self) -> str:
         return f"{self.partition.name}:{self.path}"
-
-    @property
-    def sort_key(self) -> tuple[Any, ...]:
-        """Orders a partition's queues parents first, siblings by position (for export)."""
-        return (self.depth, self.parent_id or 0, self.position, self.path)
 
     def to_config(self) -> QueueConfig:
         parent_path = self.path.rsplit(".", 1)[0] if self.parent_id else None

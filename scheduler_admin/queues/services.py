@@ -212,11 +212,7 @@ def _save_config(
         raise ConfigErrors(errors)
     before = partition.current_config()
     changes = diff_configs(before, config)
-    if (
-        not created
-        and not changes
-        and [q.path for q in before.queues] == [q.path for q in config.queues]
-    ):
+    if not created and not changes and before.sibling_order() == config.sibling_order():
         return SaveResult(partition=partition, revision=None)
 
     now = timezone.now()
