@@ -7,9 +7,10 @@ ENV PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1
 
-# An unprivileged user with a fixed uid, so volume ownership is predictable.
+# An unprivileged user with a fixed uid, so volume ownership is predictable. Its home must be
+# writable: gunicorn (25.1+) puts its control socket in ~/.gunicorn/ for `gunicornc`.
 RUN groupadd --system --gid 10001 app \
-    && useradd --system --uid 10001 --gid app --home-dir /app --no-create-home \
+    && useradd --system --uid 10001 --gid app --create-home --home-dir /home/app \
        --shell /usr/sbin/nologin app
 
 WORKDIR /app

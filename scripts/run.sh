@@ -50,7 +50,7 @@ stop() {
 trap stop INT TERM EXIT
 
 start web .venv/bin/gunicorn scheduler_admin.wsgi:application \
-  --bind "127.0.0.1:$PORT" --workers 2 --access-logfile - --graceful-timeout 5
+  --bind "127.0.0.1:$PORT" --workers 2 --access-logfile - --graceful-timeout 5 --no-control-socket
 start worker .venv/bin/celery -A scheduler_admin worker --loglevel INFO --concurrency 1 \
   --hostname "worker@%h"
 start beat .venv/bin/celery -A scheduler_admin beat --loglevel INFO \

@@ -15,6 +15,7 @@ that honest and tidy:
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -285,10 +286,8 @@ class ManagedProcess:
         return "\n".join(self.log_text().splitlines()[-lines:])
 
     def _signal_group(self, signum: signal.Signals) -> None:
-        try:
+        with contextlib.suppress(ProcessLookupError):  # the whole group has already exited
             os.killpg(self.pid, signum)
-        except ProcessLookupError:  # the whole group has already exited
-            pass
 
 
 def describe(processes: Sequence[ManagedProcess], lines: int = 40) -> str:
