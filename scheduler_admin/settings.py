@@ -128,7 +128,10 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
-STATIC_ROOT = Path(env.str("STATIC_ROOT", str(VAR_DIR / "staticfiles")))
+# collectstatic runs only for production images; elsewhere whitenoise serves from the finders,
+# and an unset STATIC_ROOT keeps it from looking for a directory that was never collected.
+_static_root = env.raw("STATIC_ROOT") or (str(VAR_DIR / "staticfiles") if IS_PRODUCTION else None)
+STATIC_ROOT = Path(_static_root) if _static_root else None
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

@@ -9,7 +9,7 @@ PY=.venv/bin/python
 PORT="${PORT:-8000}"
 export SCHEDULER_ENV="${SCHEDULER_ENV:-local}"
 export PYTHONUNBUFFERED=1
-mkdir -p var/staticfiles
+mkdir -p var
 
 # One secret key per checkout, kept under var/ (never committed) unless the environment has one.
 if [ -z "${SECRET_KEY:-}" ]; then
