@@ -32,10 +32,15 @@ start() {
   pids+=($!)
 }
 
+say() { echo "$@" 2>/dev/null || true; }
+
 stop() {
   trap - INT TERM EXIT
-  echo
-  echo "Stopping web, worker and beat..."
+  # Keep going even if our output pipe is gone (e.g. `make run | tee log` after Ctrl-C killed
+  # tee): a write to it must not kill the script before the children are stopped.
+  trap '' PIPE HUP
+  say
+  say "Stopping web, worker and beat..."
   for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
   for _ in $(seq 1 100); do
     alive=0
@@ -45,9 +50,9 @@ stop() {
   done
   for pid in "${pids[@]}"; do kill -KILL -- "-$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  echo "Stopped."
+  say "Stopped."
 }
-trap stop INT TERM EXIT
+trap stop INT TERM HUP EXIT
 
 start web .venv/bin/gunicorn scheduler_admin.wsgi:application \
   --bind "127.0.0.1:$PORT" --workers 2 --access-logfile - --graceful-timeout 5 --no-control-socket
