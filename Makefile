@@ -11,7 +11,7 @@ DEPLOY_ENV := SCHEDULER_ENV=production ALLOWED_HOSTS=scheduler.example.com \
 	DATABASE_URL=sqlite:///$(CURDIR)/var/deploy-check.sqlite3 \
 	SECRET_KEY=deploy-check-$(shell od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
 
-.PHONY: run test lint fmt bench clean
+.PHONY: run test lint fmt bench scenarios clean
 
 $(VENV)/.installed: requirements.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -38,6 +38,12 @@ test: lint
 	SCHEDULER_ENV=test $(PY) manage.py makemigrations --check --dry-run
 	$(DEPLOY_ENV) $(PY) manage.py check --deploy --fail-level WARNING
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: $(VENV)/.installed
+	$(PY) -m preemption.bench
+
+scenarios: $(VENV)/.installed
+	$(PY) -m preemption.scenario ../shared/scenarios tests/scenarios
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis

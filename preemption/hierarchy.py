@@ -9,8 +9,9 @@ delay (with the queue each value comes from), leaves and ancestors.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from preemption import resources
 from preemption.config import (
@@ -28,6 +29,16 @@ from preemption.durations import DurationError, parse_duration
 
 #: YuniKorn's rule for queue names (and ours for partition names).
 NAME_PATTERN = re.compile(r"[a-zA-Z0-9_:#/@-]{1,64}")  # always used with fullmatch
+
+
+class HasUsage(Protocol):
+    """Anything that uses resources in a queue (an allocation, in practice)."""
+
+    @property
+    def queue(self) -> str: ...
+
+    @property
+    def resources(self) -> Mapping[str, int]: ...
 
 
 @dataclass(frozen=True)
@@ -99,6 +110,60 @@ class Hierarchy:
     def path_from_root(self, path: str) -> list[str]:
         return [*reversed(list(self.ancestors(path))), path]
 
+    def is_within(self, path: str, ancestor: str) -> bool:
+        """True when ``path`` is ``ancestor`` or lies in its subtree."""
+        return path == ancestor or path.startswith(ancestor + ".")
+
+    def leaves_under(self, path: str) -> list[str]:
+        """Leaf queues of the subtree rooted at ``path``, in configured (depth-first) order."""
+        leaves: list[str] = []
+        stack = [path]
+        while stack:
+            current = stack.pop()
+            children = self._children[current]
+            if not children:
+                leaves.append(current)
+            stack.extend(reversed(children))
+        return leaves
+
+    def usage_by_queue(self, allocations: Iterable[HasUsage]) -> dict[str, dict[str, int]]:
+        """Usage of every queue: the sum of the given allocations in its subtree.
+
+        Sums per queue first, then rolls each queue's total into its parent, children before
+        parents, so the cost is one pass over the allocations plus one over the tree. An
+        allocation of a queue that is not in the config is ignored.
+        """
+        usage: dict[str, dict[str, int]] = {path: {} for path in self.queues}
+        for allocation in allocations:
+            own = usage.get(allocation.queue)
+            if own is None:
+                continue
+            for name, value in allocation.resources.items():
+                own[name] = own.get(name, 0) + value
+        for queue in reversed(self.config.queues):
+            if queue.parent is None or queue.parent not in usage:
+                continue
+            parent = usage[queue.parent]
+            for name, value in usage[queue.path].items():
+                parent[name] = parent.get(name, 0) + value
+        return usage
+
+    def fence_root(
+        self, path: str, ask: Mapping[str, int], usage: Mapping[str, Mapping[str, int]]
+    ) -> str:
+        """Where inter-queue preemption for an ask in ``path`` may look (law 7, SPEC 4.2).
+
+        Walk up from the queue itself: stop at the first queue whose own ``preemption.policy``
+        is ``fence``, or whose ``usage + ask`` would exceed its own max, or at root.
+        """
+        for step in [path, *self.ancestors(path)]:
+            queue = self.queues[step]
+            if _policy_of(queue) == "fence":
+                return step
+            if not resources.fits(resources.add(usage.get(step, {}), ask), queue.max):
+                return step
+        return ROOT
+
     def effective_max(self, path: str) -> dict[str, int]:
         """Component-wise minimum of the max along the path (a type no queue limits is absent,
         i.e. unlimited)."""
@@ -169,7 +234,7 @@ def validate_config(config: PartitionConfig) -> list[ConfigError]:
         return errors + structure
     hierarchy = Hierarchy(config)
     for queue in config.queues:
-        errors.extend(_property_errors(queue))
+        errors.extend(property_errors(queue))
         errors.extend(_queue_resource_errors(hierarchy, queue))
     return errors
 
@@ -256,7 +321,8 @@ def _in_cycle(queue: QueueConfig, by_path: dict[str, QueueConfig]) -> bool:
     return False
 
 
-def _property_errors(queue: QueueConfig) -> list[ConfigError]:
+def property_errors(queue: QueueConfig) -> list[ConfigError]:
+    """Invalid values of the recognised properties (policy, delays) of one queue."""
     errors: list[ConfigError] = []
     for key, value in queue.properties.items():
         if not isinstance(key, str) or not key or not isinstance(value, str):

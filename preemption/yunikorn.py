@@ -148,7 +148,7 @@ def _parse_partition(
              if key in raw}  # fmt: skip
 
     locations[""] = at
-    queues = parse_queue_list(parser, raw.get("queues"), f"{at}.queues", locations)
+    queues = _parse_queue_list(parser, raw.get("queues"), f"{at}.queues", locations)
     settings = replace(
         settings_for(name),
         name=name,
@@ -159,7 +159,16 @@ def _parse_partition(
     return PartitionConfig(settings=settings, queues=tuple(queues))
 
 
-def parse_queue_list(
+def parse_queue_tree(raw: object, *, at: str) -> tuple[tuple[QueueConfig, ...], list[ConfigError]]:
+    """A YuniKorn ``queues:`` list on its own (the scenario files use it): the queues, parents
+    first, and every parse error with its location. Only parsing: the SPEC 3.2 rules between
+    queues are ``validate_config``'s job."""
+    parser = _Parser()
+    queues = _parse_queue_list(parser, raw, at, {})
+    return tuple(queues), parser.errors
+
+
+def _parse_queue_list(
     parser: _Parser, raw: object, at: str, locations: dict[str, str]
 ) -> list[QueueConfig]:
     """The partition's ``queues:`` list. YuniKorn expects a single ``root``; like YuniKorn, a list

@@ -1,0 +1,637 @@
+"""Job-level (gang) preemption (SPEC 4.5, seed 004).
+
+A job J -- every waiting ask that shares a ``job`` -- is all or nothing: its pods are placed
+together or not at all (seed 004, "AllOrNothing"). When J cannot be placed, lower-priority
+preemptible tasks anywhere in the cluster may be preempted for it, but only if that lets *every*
+ask of J land; otherwise nobody is preempted (seed 004, story 2).
+
+Steps (``plan_job``):
+
+1. **J**: the asks of the job still waiting (``pending`` or ``reserved``), its queue Q, its
+   priority (the highest of its asks') and whether it is preemptible (no ask opted out).
+2. **Candidates**: running allocations anywhere with ``allow_preemption`` and a priority lower
+   than J's; the others are ``law1_opted_out`` or ``law6_higher_priority``, in that order.
+3. **Trigger**: J cannot be placed on the free room of the schedulable nodes as they stand, and
+   J passes admission on Q's usage counted as if every candidate in Q's subtree were gone.
+   Otherwise ``not_triggered``.
+4. **All or nothing**: remove every candidate and place J; if an ask does not fit,
+   ``does_not_help`` and nobody is preempted.
+5. **Reprieve**: walk the candidates most important first (higher priority, older, id) and put
+   each back if J still places *from scratch* and admission still holds
+   (``not_needed_after_reprieve``). The rest are the victims; ``nominations`` (ask id -> node)
+   come from the final placement; outcome ``complete``.
+
+**Placement** is a deterministic first fit: asks largest first by ``sum(ask[t] / capacity[t])``
+over the types the ask requests (capacity summed over the schedulable nodes), ties by ask id;
+each ask goes on the first node in name order with room. The reprieve re-places J from scratch
+for every candidate put back, so this is the hot path (up to 100,000 candidates): ``_Room`` keeps
+a max-tree per type so that "the first node with room" costs about log(nodes) instead of a scan;
+a candidate can only change the placement if its node holds one of J's asks and has no room to
+spare for it (first fit passed over every other node for lack of room, and less room there
+changes nothing); and then ``_Room.place_after_shrink`` replays only the asks that the smaller
+room can move. Each shortcut gives exactly the placement from scratch (``tests/unit/test_job.py``
+compares the plans with a naive reading of this section).
+
+**Admission**, per type J requests (seed 004, "Quota Assignment"; Q's ``guaranteed`` plays
+"min", its ``max`` "max"; a missing min is 0, a missing max unlimited):
+
+- non-preemptible J: ``nonpreemptible_used + request <= min`` and ``used + request <= max``;
+- preemptible J: ``min(min, nonpreemptible_used) + preemptible_used + request <= max``;
+
+where ``used`` is the usage of Q's subtree without the candidates **(ours**: the seed checks
+before preemption, which would refuse a job that only needs Q's own preemptible tasks moved**)**,
+split by each allocation's ``allow_preemption``.
+
+Judgement calls where SPEC 4.5 is silent (each also commented where it is implemented):
+
+- "Pending" asks are those in state ``pending`` or ``reserved``: a reserved ask still waits for
+  its node. A job with no such ask is ``not_triggered`` (nothing to place); asks already allocated
+  are running allocations and count like any other (usually ``law6_higher_priority``: same
+  priority as J).
+- A job whose asks span queues (a misconfigured pod group) is planned with the queue of its first
+  ask by id, so the answer is deterministic rather than an error in the sweep.
+- "Q's max" is Q's own ``max``, as SPEC 4.5 says, not the effective max of its ancestors (the
+  ancestors' limits still bind the scheduler when it places the job).
+- J's "types" are the types its asks request a positive amount of: a ``gpu: 0`` entry asks for
+  nothing, so it neither blocks admission nor the fit, nor makes an ask unplaceable on a cluster
+  without GPUs. A requested type with no capacity on any schedulable node makes the ask, and so
+  J, unplaceable.
+- ``preemption_policy`` is not part of 4.5's trigger (SPEC lists only placement and admission).
+- ``options.soft_eviction`` does not change the plan: it changes how the services evict the
+  victims (labelled and handed to the cluster rather than released at once).
+- Explanations cover every running allocation of the cluster (candidates may be anywhere). In a
+  ``complete`` plan the candidates are ``victim`` or ``not_needed_after_reprieve``; in a
+  ``does_not_help`` plan they are ``victim`` with ``accepted`` false (they would all have had to
+  go, and even that does not place J). A ``not_triggered`` plan has no explanations: no candidate
+  was considered (as in 4.3 and 4.4).
+- Victims are listed in the order of the reprieve walk (most important first).
+- "Do not plan a job again while its earlier victims are still preempting" (SPEC 4.0, seed 004
+  step 7) is the sweep's rule: the engine cannot tell whose victims a preempting task is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from fractions import Fraction
+
+from preemption.model import (
+    Allocation,
+    Ask,
+    AskState,
+    ClusterState,
+    Node,
+    Options,
+    Outcome,
+    Plan,
+    PolicyName,
+    Reason,
+    explanations_from,
+)
+
+__all__ = ["JobUsage", "admits", "first_fit", "placement_order", "plan_job"]
+
+#: Ask states that still wait to be placed.
+_WAITING_STATES = frozenset({AskState.PENDING, AskState.RESERVED})
+
+#: Room of a padding leaf of ``_Room``'s trees: below any positive need.
+_NO_NODE = -1
+
+#: What an ask or an allocation takes on the job's types: (type index, positive amount) pairs.
+Need = tuple[tuple[int, int], ...]
+
+
+@dataclass
+class JobUsage:
+    """Usage of Q's subtree on the job's types, split by ``allow_preemption`` (seed 004)."""
+
+    nonpreemptible: dict[str, int]
+    preemptible: dict[str, int]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """J as SPEC 4.5 sees it."""
+
+    asks: tuple[Ask, ...]
+    queue: str
+    priority: int
+    preemptible: bool
+    request: dict[str, int]
+
+
+def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> Plan:
+    """Plan preemption for the whole job ``job`` (SPEC 4.5).
+
+    ``now`` is not needed (4.5 has no delay) and ``options.soft_eviction`` only changes how the
+    services evict; both are taken so every policy has the same signature.
+
+    Steps:
+    1. Collect J; give every running allocation its static reason or make it a candidate.
+    2. Trigger: J does not place as the cluster stands, and admission holds with the candidates
+       of Q's subtree gone; else ``not_triggered``.
+    3. Remove every candidate and place J; if it does not place, ``does_not_help``.
+    4. Reprieve the candidates most important first; the rest are the victims.
+    """
+    found = _job(state, job)
+    if found is None:
+        return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
+    candidates, reasons = _candidates(state.running, found.priority)
+    types = tuple(sorted(found.request))
+    order = placement_order(found.asks, state.nodes)
+    needs = None if order is None else _needs(order, types)
+    as_it_stands = _Room.build(state.nodes, state.running, types)
+    if needs is not None and as_it_stands.place(needs) is not None:
+        return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
+
+    # SPEC 4.5 "Q's max": Q's own max, not the effective max of its ancestors (judgement call).
+    queue = state.hierarchy.queues[found.queue]
+    in_queue = {a.id for a in state.running if state.hierarchy.is_within(a.queue, found.queue)}
+    removed = {a.id for a in candidates}
+    usage = _usage_without(state.running, in_queue, removed, types)
+    if not admits(found.request, queue.guaranteed, queue.max, found.preemptible, usage):
+        return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
+
+    room = _Room.build(state.nodes, [a for a in state.running if a.id not in removed], types)
+    placement = None if needs is None else room.place(needs)
+    if needs is None or placement is None:
+        # All or nothing (seed 004, story 2): J does not place even with every candidate gone.
+        # Every candidate would have had to go: reason ``victim``, but nobody is accepted.
+        for allocation in candidates:
+            reasons[allocation.id] = Reason.VICTIM
+        return Plan(
+            PolicyName.JOB, Outcome.DOES_NOT_HELP, explanations=explanations_from(reasons, ())
+        )
+
+    gang = _Gang(room, needs, placement)
+    walk = _Reprieve(found, queue.guaranteed, queue.max, in_queue, usage, gang)
+    victims = _reprieve(candidates, walk)
+    for allocation in candidates:
+        reasons[allocation.id] = Reason.NOT_NEEDED_AFTER_REPRIEVE
+    for victim in victims:
+        reasons[victim] = Reason.VICTIM
+    return Plan(
+        PolicyName.JOB,
+        Outcome.COMPLETE,
+        victims=victims,
+        nominations=gang.nominations(),
+        explanations=explanations_from(reasons, victims),
+    )
+
+
+@dataclass(frozen=True)
+class _Reprieve:
+    """What the reprieve walk keeps up to date: Q's usage and J's placement (both mutable)."""
+
+    job: _Job
+    guaranteed: Mapping[str, int]
+    maximum: Mapping[str, int]
+    in_queue: set[str]
+    usage: JobUsage
+    gang: _Gang
+
+
+def _reprieve(candidates: Sequence[Allocation], walk: _Reprieve) -> tuple[str, ...]:
+    """Put candidates back, most important first, while J still places from scratch and
+    admission still holds (SPEC 4.5); the rest are the victims, in walk order. Admission is
+    checked first: it is cheap, and it only changes for candidates of Q's subtree."""
+    types = tuple(sorted(walk.job.request))
+    victims: list[str] = []
+    for allocation in candidates:
+        own = allocation.id in walk.in_queue
+        if own and not _admits_with(walk, allocation):
+            victims.append(allocation.id)
+            continue
+        if not walk.gang.put_back(allocation.node, _need(allocation.resources, types)):
+            victims.append(allocation.id)
+            continue
+        if own:
+            for name in types:
+                walk.usage.preemptible[name] += allocation.resources.get(name, 0)
+    return tuple(victims)
+
+
+# --------------------------------------------------------------------------------------------
+# The job and its candidates
+# --------------------------------------------------------------------------------------------
+
+
+def _job(state: ClusterState, job: str) -> _Job | None:
+    """J's waiting asks (by id), queue, priority, kind and positive request; None if none wait."""
+    asks = sorted(
+        (ask for ask in state.asks if ask.job == job and ask.state in _WAITING_STATES),
+        key=lambda ask: ask.id,
+    )
+    if not asks:
+        return None
+    request: dict[str, int] = {}
+    for ask in asks:
+        _add(request, ask.resources)
+    return _Job(
+        asks=tuple(asks),
+        # Judgement call: a job spanning queues is planned with its first ask's queue (by id).
+        queue=asks[0].queue,
+        priority=max(ask.priority for ask in asks),
+        preemptible=all(ask.allow_preemption for ask in asks),
+        # Only positive amounts: a ``gpu: 0`` entry requests nothing (module docstring).
+        request={name: value for name, value in sorted(request.items()) if value > 0},
+    )
+
+
+def _candidates(
+    running: Sequence[Allocation], priority: int
+) -> tuple[list[Allocation], dict[str, Reason]]:
+    """The candidates, most important first (SPEC 4.5: higher priority, then older, then id),
+    and the static reason of every other running allocation."""
+    reasons: dict[str, Reason] = {}
+    candidates: list[Allocation] = []
+    for allocation in running:
+        reason = _static_reason(allocation, priority)
+        if reason is None:
+            candidates.append(allocation)
+        else:
+            reasons[allocation.id] = reason
+    candidates.sort(key=lambda a: (-a.priority, a.created_at, a.id))
+    return candidates, reasons
+
+
+def _static_reason(allocation: Allocation, priority: int) -> Reason | None:
+    """The first candidate rule of SPEC 4.5 the allocation fails, in the order listed there."""
+    if not allocation.allow_preemption:
+        return Reason.LAW1_OPTED_OUT
+    if allocation.priority >= priority:
+        return Reason.LAW6_HIGHER_PRIORITY
+    return None
+
+
+def _add(total: dict[str, int], amounts: Mapping[str, int]) -> None:
+    for name, value in amounts.items():
+        total[name] = total.get(name, 0) + value
+
+
+# --------------------------------------------------------------------------------------------
+# Admission (seed 004, "Quota Assignment" and PostFilter step 1)
+# --------------------------------------------------------------------------------------------
+
+
+def admits(
+    request: Mapping[str, int],
+    guaranteed: Mapping[str, int],
+    maximum: Mapping[str, int],
+    preemptible: bool,
+    usage: JobUsage,
+) -> bool:
+    """Whether a job requesting ``request`` is admitted to a queue with these min and max.
+
+    Checked per type of the request; a type missing from ``guaranteed`` is 0, from ``maximum``
+    unlimited (SPEC 4.0). Non-preemptible: ``nonpreemptible_used + request <= min`` and
+    ``used + request <= max``. Preemptible: ``min(min, nonpreemptible_used) + preemptible_used +
+    request <= max`` -- only the part of the non-preemptible usage within min is held against
+    it, the rest was already counted against the guarantee.
+    """
+    for name, amount in request.items():
+        low = guaranteed.get(name, 0)
+        high = maximum.get(name)
+        held = usage.nonpreemptible.get(name, 0)
+        shared = usage.preemptible.get(name, 0)
+        if preemptible:
+            if high is not None and min(low, held) + shared + amount > high:
+                return False
+            continue
+        if held + amount > low:
+            return False
+        if high is not None and held + shared + amount > high:
+            return False
+    return True
+
+
+def _usage_without(
+    running: Sequence[Allocation],
+    in_queue: set[str],
+    removed: set[str],
+    types: tuple[str, ...],
+) -> JobUsage:
+    """Q's usage on the job's types with the ``removed`` allocations gone (SPEC 4.5, ours)."""
+    usage = JobUsage(dict.fromkeys(types, 0), dict.fromkeys(types, 0))
+    for allocation in running:
+        if allocation.id not in in_queue or allocation.id in removed:
+            continue
+        part = usage.preemptible if allocation.allow_preemption else usage.nonpreemptible
+        for name in types:
+            part[name] += allocation.resources.get(name, 0)
+    return usage
+
+
+def _admits_with(walk: _Reprieve, allocation: Allocation) -> bool:
+    """Admission if ``allocation`` (a preemptible candidate of Q's subtree) were put back."""
+    preemptible = {
+        name: value + allocation.resources.get(name, 0)
+        for name, value in walk.usage.preemptible.items()
+    }
+    usage = JobUsage(walk.usage.nonpreemptible, preemptible)
+    return admits(walk.job.request, walk.guaranteed, walk.maximum, walk.job.preemptible, usage)
+
+
+# --------------------------------------------------------------------------------------------
+# Placement (SPEC 4.5: deterministic first fit)
+# --------------------------------------------------------------------------------------------
+
+
+def placement_order(asks: Sequence[Ask], nodes: Sequence[Node]) -> list[Ask] | None:
+    """J's asks largest first, ties by id; None when an ask can never be placed.
+
+    The size of an ask is ``sum(ask[t] / capacity[t])`` over the types it requests a positive
+    amount of, capacity summed over the schedulable nodes (exact fractions). A requested type
+    with no capacity at all makes the ask unplaceable, whatever is preempted.
+    """
+    capacity: dict[str, int] = {}
+    for node in nodes:
+        if node.schedulable:
+            _add(capacity, node.capacity)
+    sized: list[tuple[Fraction, str, Ask]] = []
+    for ask in asks:
+        size = Fraction(0)
+        for name, amount in ask.resources.items():
+            if amount <= 0:
+                continue
+            total = capacity.get(name, 0)
+            if total <= 0:
+                return None
+            size += Fraction(amount, total)
+        sized.append((-size, ask.id, ask))
+    sized.sort(key=lambda entry: (entry[0], entry[1]))
+    return [ask for _, _, ask in sized]
+
+
+def first_fit(
+    order: Sequence[Ask], nodes: Sequence[Node], running: Sequence[Allocation]
+) -> dict[str, str] | None:
+    """Place ``order`` on the free room of the schedulable ``nodes`` (capacity minus
+    ``running``): each ask on the first node by name with room. Ask id -> node name, or None
+    when some ask does not fit (all or nothing)."""
+    types = tuple(sorted({name for ask in order for name, v in ask.resources.items() if v > 0}))
+    room = _Room.build(nodes, running, types)
+    placement = room.place(_needs(order, types))
+    if placement is None:
+        return None
+    return {ask_id: room.names[index] for ask_id, index in placement.items()}
+
+
+def _need(amounts: Mapping[str, int], types: tuple[str, ...]) -> Need:
+    return tuple(
+        (index, amounts.get(name, 0))
+        for index, name in enumerate(types)
+        if amounts.get(name, 0) > 0
+    )
+
+
+def _needs(order: Sequence[Ask], types: tuple[str, ...]) -> list[tuple[str, Need]]:
+    return [(ask.id, _need(ask.resources, types)) for ask in order]
+
+
+class _Gang:
+    """J's placement from scratch on a room that only shrinks, as candidates are put back."""
+
+    def __init__(
+        self, room: _Room, needs: list[tuple[str, Need]], placement: dict[str, int]
+    ) -> None:
+        self.room = room
+        self.needs = dict(needs)
+        self.order = needs
+        self.placement = placement
+        self.load = self._load()
+
+    def _load(self) -> dict[int, list[int]]:
+        """What J's asks take on each node the placement uses, per type."""
+        load: dict[int, list[int]] = {}
+        for ask_id, index in self.placement.items():
+            total = load.setdefault(index, [0] * self.room.types)
+            for type_index, amount in self.needs[ask_id]:
+                total[type_index] += amount
+        return load
+
+    def put_back(self, node: str, need: Need) -> bool:
+        """Take ``need`` from ``node``'s room if J still places from scratch (True), else leave
+        everything as it was (False).
+
+        Only a node the placement uses can change it: first fit passed over every other node
+        for lack of room, and less room there changes nothing. Nor does it change when the
+        node's room, less what J's asks take there, still covers the allocation on every type
+        those asks request: each of them still fits where it was. An allocation on a node that
+        is not schedulable, or that takes none of J's types, does not touch the room at all.
+        """
+        index = self.room.index.get(node)
+        if index is None or not need:
+            return True
+        self.room.take(index, need)
+        load = self.load.get(index)
+        if load is None or self.room.still_holds(index, need, load):
+            return True
+        moved = self.room.place_after_shrink(self.order, self.placement, index, need)
+        if moved is None:
+            self.room.give(index, need)
+            return False
+        self.placement = moved
+        self.load = self._load()
+        return True
+
+    def nominations(self) -> dict[str, str]:
+        return {ask: self.room.names[index] for ask, index in sorted(self.placement.items())}
+
+
+class _Room:
+    """Free room of the schedulable nodes, in name order, on the job's types.
+
+    One max-tree per type (a binary tree over the nodes whose every inner entry is the largest
+    room below it) lets ``first_index`` skip whole ranges of nodes that cannot hold an ask, so a
+    first-fit placement costs about ``asks * log(nodes)`` instead of ``asks * nodes``. Leaves are
+    always current; inner entries are brought up to date lazily, just before a search, so that
+    the many small changes of a reprieve walk cost one pass over the changed paths.
+    """
+
+    def __init__(self, names: list[str], rooms: list[list[int]]) -> None:
+        self.names = names
+        self.index = {name: index for index, name in enumerate(names)}
+        self.count = len(names)
+        self.types = len(rooms)
+        self.size = 1
+        while self.size < self.count:
+            self.size *= 2
+        self.trees: list[list[int]] = []
+        for room in rooms:
+            tree = [_NO_NODE] * (2 * self.size)
+            tree[self.size : self.size + self.count] = room
+            for position in range(self.size - 1, 0, -1):
+                tree[position] = max(tree[2 * position], tree[2 * position + 1])
+            self.trees.append(tree)
+        self.stale: set[int] = set()
+
+    @classmethod
+    def build(
+        cls, nodes: Sequence[Node], running: Iterable[Allocation], types: tuple[str, ...]
+    ) -> _Room:
+        """Room = capacity (a missing type is 0) minus the given allocations on the node."""
+        schedulable = sorted((node for node in nodes if node.schedulable), key=lambda n: n.name)
+        names = [node.name for node in schedulable]
+        rooms = [[node.capacity.get(name, 0) for node in schedulable] for name in types]
+        index = {name: position for position, name in enumerate(names)}
+        for allocation in running:
+            position = index.get(allocation.node)
+            if position is None:
+                continue
+            for type_index, name in enumerate(types):
+                rooms[type_index][position] -= allocation.resources.get(name, 0)
+        return cls(names, rooms)
+
+    def fits(self, index: int, need: Need) -> bool:
+        """Whether node ``index`` has room for ``need`` on every type it lists."""
+        leaf = self.size + index
+        return all(self.trees[type_index][leaf] >= amount for type_index, amount in need)
+
+    def still_holds(self, index: int, need: Need, load: list[int]) -> bool:
+        """Whether node ``index``, which ``need`` was just taken from, still has room left over
+        after ``load`` on the types of ``need`` that the load uses."""
+        leaf = self.size + index
+        return all(
+            load[type_index] == 0 or self.trees[type_index][leaf] >= load[type_index]
+            for type_index, _ in need
+        )
+
+    def first_index(self, need: Need, start: int = 0) -> int | None:
+        """The first node (by name) from index ``start`` on whose room holds ``need`` on every
+        type it lists. Depth first, left to right, over (tree position, first node, width)."""
+        self._refresh()
+        trees = self.trees
+        stack = [(1, 0, self.size)]
+        while stack:
+            position, first, width = stack.pop()
+            if first + width <= start or first >= self.count:
+                continue
+            # A subtree whose largest room on some type is too small holds no fitting node.
+            for type_index, amount in need:
+                if trees[type_index][position] < amount:
+                    break
+            else:
+                if width == 1:
+                    return first
+                half = width // 2
+                stack.append((2 * position + 1, first + half, half))
+                stack.append((2 * position, first, half))
+        return None
+
+    def take(self, index: int, need: Need) -> None:
+        self._change(index, need, -1)
+
+    def give(self, index: int, need: Need) -> None:
+        self._change(index, need, 1)
+
+    def place(self, needs: Sequence[tuple[str, Need]]) -> dict[str, int] | None:
+        """First fit of every ask, in the given order, from the current room (left unchanged).
+        Ask id -> node index, or None when some ask does not fit."""
+        taken: list[tuple[int, Need]] = []
+        placement: dict[str, int] = {}
+        complete = True
+        for ask_id, need in needs:
+            index = self.first_index(need)
+            if index is None:
+                complete = False
+                break
+            self.take(index, need)
+            taken.append((index, need))
+            placement[ask_id] = index
+        for index, need in taken:
+            self.give(index, need)
+        return placement if complete else None
+
+    def place_after_shrink(
+        self,
+        needs: Sequence[tuple[str, Need]],
+        earlier: Mapping[str, int],
+        shrunk: int,
+        amount: Need,
+    ) -> dict[str, int] | None:
+        """``place(needs)`` -- the placement from scratch -- knowing that ``earlier`` was the
+        placement from scratch before the room of node ``shrunk`` (only) shrank by ``amount``.
+
+        Replays the asks in order, tracking per node how its room differs from the earlier run
+        at the same point ("roomier" nodes have more room on some type). An ask placed on node
+        ``old`` earlier found no room on any node before it; a node whose room is nowhere larger
+        than then still has none, so only the roomier nodes before ``old`` need a look, then
+        ``old`` itself, then -- through the tree -- the nodes after it, which that ask never
+        examined. Usually only a few asks move, so this costs far less than a search per ask.
+        """
+        differences: dict[int, list[int]] = {}
+        roomier: set[int] = set()
+        self._shift(differences, roomier, shrunk, amount, -1)
+        taken: list[tuple[int, Need]] = []
+        placement: dict[str, int] = {}
+        complete = True
+        for ask_id, need in needs:
+            old = earlier[ask_id]
+            index = self._first_fit_from(need, old, roomier)
+            if index is None:
+                complete = False
+                break
+            self.take(index, need)
+            taken.append((index, need))
+            placement[ask_id] = index
+            if index != old:
+                self._shift(differences, roomier, old, need, 1)
+                self._shift(differences, roomier, index, need, -1)
+        for index, need in taken:
+            self.give(index, need)
+        return placement if complete else None
+
+    def _first_fit_from(self, need: Need, old: int, roomier: set[int]) -> int | None:
+        for index in sorted(index for index in roomier if index < old):
+            if self.fits(index, need):
+                return index
+        if self.fits(old, need):
+            return old
+        return self.first_index(need, old + 1)
+
+    def _shift(
+        self,
+        differences: dict[int, list[int]],
+        roomier: set[int],
+        index: int,
+        need: Need,
+        sign: int,
+    ) -> None:
+        difference = differences.setdefault(index, [0] * self.types)
+        for type_index, value in need:
+            difference[type_index] += sign * value
+        if any(value > 0 for value in difference):
+            roomier.add(index)
+        else:
+            roomier.discard(index)
+
+    def _change(self, index: int, need: Need, sign: int) -> None:
+        leaf = self.size + index
+        for type_index, amount in need:
+            self.trees[type_index][leaf] += sign * amount
+        self.stale.add(leaf // 2)
+
+    def _refresh(self) -> None:
+        """Bring the inner entries above the leaves changed since the last search up to date.
+
+        Each changed path is walked up until an entry keeps its value: the entries above it
+        depend on the changed leaf only through it. A walk that stops early may have used a
+        sibling entry still to be refreshed; that sibling's own walk then passes this way again.
+        """
+        trees = self.trees
+        for start in self.stale:
+            position = start
+            while position:
+                changed = False
+                for tree in trees:
+                    left, right = tree[2 * position], tree[2 * position + 1]
+                    best = left if left >= right else right
+                    if tree[position] != best:
+                        tree[position] = best
+                        changed = True
+                if not changed:
+                    break
+                position //= 2
+        self.stale.clear()

@@ -1,0 +1,303 @@
+"""Priority preemption, Kubernetes style (SPEC 4.4): properties scenarios cannot express well.
+
+Random clusters check that shuffling the input never changes the plan and that the reprieve is
+minimal (no victim could be put back); small hand-built states pin the order of victims,
+per-node budget counting and the explanations' scope.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import TypeVar
+
+from preemption.model import (
+    Allocation,
+    AllocationState,
+    Ask,
+    Budget,
+    ClusterState,
+    Node,
+    Options,
+    Outcome,
+    Plan,
+    PolicyName,
+    QoS,
+    Reason,
+)
+from preemption.priority import plan_priority
+from tests.unit.builders import config, queue
+
+NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
+START = datetime(2026, 1, 1, tzinfo=UTC)
+CONFIG = config(queue("root.default"))
+QOS_CHOICES: tuple[QoS | None, ...] = (None, QoS.GUARANTEED, QoS.BURSTABLE, QoS.BEST_EFFORT)
+
+
+def alloc(
+    id: str,
+    node: str,
+    vcore: int,
+    priority: int = 0,
+    *,
+    pdb: str | None = None,
+    qos: QoS | None = None,
+    minute: int = 0,
+    state: AllocationState = AllocationState.RUNNING,
+) -> Allocation:
+    return Allocation(
+        id=id,
+        app=id,
+        queue="root.default",
+        node=node,
+        resources={"vcore": vcore},
+        priority=priority,
+        pdb=pdb,
+        qos=qos,
+        created_at=START + timedelta(minutes=minute),
+        state=state,
+    )
+
+
+def ask(id: str, vcore: int, priority: int, node: str | None = None) -> Ask:
+    return Ask(
+        id=id,
+        app=id,
+        queue="root.default",
+        resources={"vcore": vcore},
+        priority=priority,
+        node=node,
+    )
+
+
+def cluster(
+    nodes: Sequence[Node],
+    allocations: Sequence[Allocation],
+    asks: Sequence[Ask],
+    budgets: Sequence[Budget] = (),
+) -> ClusterState:
+    return ClusterState(
+        config=CONFIG,
+        nodes=tuple(nodes),
+        allocations=tuple(allocations),
+        asks=tuple(asks),
+        budgets=tuple(budgets),
+    )
+
+
+def plan(state: ClusterState, ask_id: str = "k") -> Plan:
+    return plan_priority(state, ask_id, NOW, Options())
+
+
+def explained(result: Plan, candidate: str) -> tuple[bool, Reason]:
+    explanation = result.explanation_for(candidate)
+    assert explanation is not None, candidate
+    return explanation.accepted, explanation.reason
+
+
+def random_cluster(rng: random.Random) -> ClusterState:
+    """A small, usually full cluster with a mix of priorities, QoS classes, budgets, start times,
+    a preempting pod or two and some nominated asks."""
+    nodes = [
+        Node(f"n{i}", {"vcore": rng.choice((8, 10, 12))}, schedulable=rng.random() > 0.1)
+        for i in range(rng.randint(1, 4))
+    ]
+    budgets = [Budget(f"pdb{i}", rng.randint(0, 2)) for i in range(2)]
+    allocations: list[Allocation] = []
+    for node in nodes:
+        free = node.capacity["vcore"]
+        while free > 0:
+            size = rng.randint(1, min(free, 5))
+            free -= size
+            allocations.append(
+                alloc(
+                    f"a{len(allocations):03d}",
+                    node.name,
+                    size,
+                    rng.randint(0, 12),
+                    pdb=rng.choice((None, "pdb0", "pdb1", "unknown")),
+                    qos=rng.choice(QOS_CHOICES),
+                    minute=rng.randint(0, 3),
+                    state=(
+                        AllocationState.PREEMPTING
+                        if rng.random() < 0.05
+                        else AllocationState.RUNNING
+                    ),
+                )
+            )
+    asks = [ask("k", rng.randint(1, 10), rng.randint(1, 12))]
+    for i in range(rng.randint(0, 2)):
+        asks.append(ask(f"o{i}", rng.randint(1, 4), rng.randint(0, 12), rng.choice(nodes).name))
+    return cluster(nodes, allocations, asks, budgets)
+
+
+T = TypeVar("T")
+
+
+def shuffled(state: ClusterState, rng: random.Random) -> ClusterState:
+    def mix(items: tuple[T, ...]) -> tuple[T, ...]:
+        mixed = list(items)
+        rng.shuffle(mixed)
+        return tuple(mixed)
+
+    return replace(
+        state,
+        nodes=mix(state.nodes),
+        allocations=mix(state.allocations),
+        asks=mix(state.asks),
+        budgets=mix(state.budgets),
+    )
+
+
+def room_without(
+    state: ClusterState, node: str, gone: set[str], ask_id: str = "k"
+) -> dict[str, int]:
+    """Room on ``node`` for the ask, computed independently of the module: capacity minus live
+    allocations not in ``gone`` minus other pending asks of at least its priority nominated
+    there."""
+    pending = state.ask(ask_id)
+    room = dict(state.nodes_by_name[node].capacity)
+    for allocation in state.running:
+        if allocation.node == node and allocation.id not in gone:
+            room["vcore"] = room.get("vcore", 0) - allocation.resources.get("vcore", 0)
+    for other in state.asks:
+        if other.id != ask_id and other.node == node and other.priority >= pending.priority:
+            room["vcore"] = room.get("vcore", 0) - other.resources.get("vcore", 0)
+    return room
+
+
+def fits(demand: Mapping[str, int], room: Mapping[str, int]) -> bool:
+    return all(room.get(name, 0) >= value for name, value in demand.items())
+
+
+# --------------------------------------------------------------------------------------------
+# Properties over random clusters
+# --------------------------------------------------------------------------------------------
+
+
+def test_shuffling_the_input_never_changes_the_plan() -> None:
+    rng = random.Random(4404)
+    outcomes = set()
+    for _ in range(300):
+        state = random_cluster(rng)
+        expected = plan(state)
+        outcomes.add(expected.outcome)
+        for _ in range(3):
+            assert plan(shuffled(state, rng)) == expected
+    # The generator exercises every outcome of the policy.
+    assert outcomes == {Outcome.NOT_TRIGGERED, Outcome.COMPLETE, Outcome.DOES_NOT_HELP}
+
+
+def test_reprieve_is_minimal_no_victim_could_be_put_back() -> None:
+    rng = random.Random(4405)
+    complete = 0
+    for _ in range(400):
+        state = random_cluster(rng)
+        result = plan(state)
+        if result.outcome != Outcome.COMPLETE:
+            continue
+        complete += 1
+        pending = state.ask("k")
+        victims = set(result.victims)
+        assert result.node is not None
+        by_id = {allocation.id: allocation for allocation in state.running}
+        # Victims are running, on the nominated node, of strictly lower priority.
+        for victim in victims:
+            assert by_id[victim].node == result.node
+            assert by_id[victim].priority < pending.priority
+        # Without the victims the ask fits; with any single one of them back it does not.
+        assert fits(pending.resources, room_without(state, result.node, victims))
+        for victim in victims:
+            assert not fits(pending.resources, room_without(state, result.node, victims - {victim}))
+    assert complete > 50
+
+
+def test_explanations_cover_every_running_allocation_and_accept_exactly_the_victims() -> None:
+    rng = random.Random(4406)
+    for _ in range(200):
+        state = random_cluster(rng)
+        result = plan(state)
+        if result.outcome == Outcome.NOT_TRIGGERED:
+            assert result.explanations == ()
+            continue
+        ids = [explanation.candidate for explanation in result.explanations]
+        assert ids == sorted(allocation.id for allocation in state.running)
+        accepted = {e.candidate for e in result.explanations if e.accepted}
+        assert accepted == set(result.victims)
+
+
+# --------------------------------------------------------------------------------------------
+# Hand-built states
+# --------------------------------------------------------------------------------------------
+
+
+def test_victims_are_listed_budget_violating_first_then_in_importance_order() -> None:
+    # Capacity 12, the ask needs all of it: everybody goes. Budget web allows one disruption:
+    # w-high (priority 3) uses it, w-low (priority 1) is budget-violating and taken first.
+    state = cluster(
+        [Node("n1", {"vcore": 12})],
+        [
+            alloc("w-low", "n1", 3, 1, pdb="web"),
+            alloc("w-high", "n1", 3, 3, pdb="web"),
+            alloc("plain-2", "n1", 3, 2),
+            alloc("plain-0", "n1", 3, 0),
+        ],
+        [ask("k", 12, 10)],
+        [Budget("web", 1)],
+    )
+    result = plan(state)
+    assert result.victims == ("w-low", "w-high", "plain-2", "plain-0")
+    assert explained(result, "w-low") == (True, Reason.BUDGET_VIOLATION)
+    assert explained(result, "w-high") == (True, Reason.VICTIM)
+    assert explained(result, "plain-0") == (True, Reason.VICTIM)
+
+
+def test_budgets_are_counted_afresh_on_each_node() -> None:
+    # Budget web allows one disruption. Each node has one web pod: on its own node's pass neither
+    # is budget-violating, so step 1 ties and the lower victim priority (n2) decides.
+    state = cluster(
+        [Node("n1", {"vcore": 10}), Node("n2", {"vcore": 10})],
+        [alloc("w1", "n1", 10, 2, pdb="web"), alloc("w2", "n2", 10, 1, pdb="web")],
+        [ask("k", 10, 10)],
+        [Budget("web", 1)],
+    )
+    result = plan(state)
+    assert (result.node, result.victims) == ("n2", ("w2",))
+    assert explained(result, "w2") == (True, Reason.VICTIM)
+    assert explained(result, "w1") == (False, Reason.NOT_ON_NODE)
+
+
+def test_a_zero_quantity_in_the_ask_never_blocks_a_fit() -> None:
+    # The node is overcommitted on memory (a pod was admitted before a capacity change); the ask
+    # lists memory 0, which means the same as not asking for memory (SPEC 3.1).
+    state = cluster(
+        [Node("n1", {"vcore": 10, "memory": 1})],
+        [Allocation("big", "big", "root.default", "n1", {"vcore": 5, "memory": 2}, priority=0)],
+        [Ask("k", "k", "root.default", {"vcore": 5, "memory": 0}, priority=10)],
+    )
+    assert plan(state).outcome == Outcome.NOT_TRIGGERED
+
+
+def test_the_plan_names_the_policy_and_nominates_no_node_unless_complete() -> None:
+    state = cluster([Node("n1", {"vcore": 10})], [alloc("h", "n1", 10, 50)], [ask("k", 5, 10)])
+    result = plan(state)
+    assert result.policy == PolicyName.PRIORITY
+    assert (result.outcome, result.node, result.victims) == (Outcome.DOES_NOT_HELP, None, ())
+
+
+def test_a_large_cluster_is_planned_whole() -> None:
+    # 2,000 nodes x 50 allocations = 100,000 allocations, all full: every one is explained.
+    # (Speed is measured by `python -m preemption.bench`, not asserted here.)
+    rng = random.Random(4407)
+    nodes = [Node(f"n{i:04d}", {"vcore": 100}) for i in range(2000)]
+    allocations = [
+        alloc(f"a{i:04d}-{j:02d}", node.name, 2, rng.randint(0, 20), minute=rng.randint(0, 60))
+        for i, node in enumerate(nodes)
+        for j in range(50)
+    ]
+    state = cluster(nodes, allocations, [ask("k", 30, 10)])
+    result = plan(state)
+    assert result.outcome == Outcome.COMPLETE
+    assert len(result.explanations) == 100_000
