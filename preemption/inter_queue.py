@@ -18,7 +18,8 @@ Steps of ``plan_inter_queue``:
 1. Trigger (``not_triggered`` otherwise): A may preempt (policy not ``Never``), has waited Q's own
    ``preemption.delay``, does not fit (no schedulable node has room, or a queue on Q's path would
    exceed its max) and Q is under its guarantee (law 4).
-2. Scope: the running allocations in the fence root's subtree (law 7).
+2. Scope: the running allocations in the fence root's subtree (law 7); the rest are explained as
+   ``outside_fence``.
 3. Static rules per candidate (queue rules, then task rules, first failure gives the reason).
 4. Per node: walk the node's candidates in victim order, taking each that reduces what is still
    missing (room on the node, headroom of an exceeded queue on Q's path) and keeps guarantees
@@ -84,9 +85,9 @@ def plan_inter_queue(state: ClusterState, ask_id: str, now: datetime, options: O
 
     hierarchy = state.hierarchy
     fence = hierarchy.fence_root(ask.queue, ask.resources, state.usage)
-    # SPEC 4.0/4.2: explanations cover "every running allocation in the policy's scope (the
-    # fence root's subtree)"; allocations outside the fence are not in scope and get no entry,
-    # so the reason code ``outside_fence`` is never produced by this policy.
+    # Only the fence root's subtree can hold victims (law 7). Running allocations outside it are
+    # still explained, as ``outside_fence``, so an auditor sees why a queue that is over its
+    # guarantee elsewhere in the cluster was not touched (the code exists for exactly this).
     reasons: dict[str, Reason] = {}
     candidates: list[Allocation] = []
     queue_reasons: dict[str, Reason | None] = {}
@@ -94,6 +95,7 @@ def plan_inter_queue(state: ClusterState, ask_id: str, now: datetime, options: O
         if allocation.queue not in hierarchy.queues:
             continue  # a task of a queue that is not configured belongs to no subtree
         if not hierarchy.is_within(allocation.queue, fence):
+            reasons[allocation.id] = Reason.OUTSIDE_FENCE
             continue
         if allocation.queue not in queue_reasons:
             queue_reasons[allocation.queue] = _queue_reason(state, ask, allocation.queue)

@@ -22,6 +22,7 @@ from preemption.model import (
     Ask,
     AskState,
     ClusterState,
+    Explanation,
     Node,
     Options,
     Outcome,
@@ -231,7 +232,7 @@ def assert_guarantees_kept(state: ClusterState, pending: Ask, victims: list[Allo
                 assert before < floor or after[step].get(name, 0) >= floor
 
 
-def test_explanations_cover_exactly_the_running_tasks_inside_the_fence() -> None:
+def test_explanations_cover_every_running_task_and_mark_those_outside_the_fence() -> None:
     for state in CLUSTERS:
         for pending in state.asks:
             result = plan(state, pending.id)
@@ -239,15 +240,13 @@ def test_explanations_cover_exactly_the_running_tasks_inside_the_fence() -> None
                 assert result.explanations == () and result.node is None
                 continue
             fence = state.hierarchy.fence_root(pending.queue, pending.resources, state.usage)
-            in_scope = sorted(
-                allocation.id
-                for allocation in state.running
-                if state.hierarchy.is_within(allocation.queue, fence)
-            )
-            assert [entry.candidate for entry in result.explanations] == in_scope
+            explained = {entry.candidate: entry.reason for entry in result.explanations}
+            assert sorted(explained) == sorted(a.id for a in state.running)
+            for allocation in state.running:
+                outside = not state.hierarchy.is_within(allocation.queue, fence)
+                assert (explained[allocation.id] == Reason.OUTSIDE_FENCE) == outside
             accepted = {entry.candidate for entry in result.explanations if entry.accepted}
             assert accepted == set(result.victims)
-            assert Reason.OUTSIDE_FENCE not in {entry.reason for entry in result.explanations}
 
 
 # ------------------------------------------------------------------------------------------
@@ -255,7 +254,7 @@ def test_explanations_cover_exactly_the_running_tasks_inside_the_fence() -> None
 # ------------------------------------------------------------------------------------------
 
 
-def test_tasks_outside_the_fence_get_no_explanation() -> None:
+def test_tasks_outside_the_fence_are_explained_as_outside_fence() -> None:
     state = ClusterState(
         config=config(
             QueueConfig.child_of("root", "t1", properties={"preemption.policy": "fence"}),
@@ -272,7 +271,7 @@ def test_tasks_outside_the_fence_get_no_explanation() -> None:
     )
     result = plan(state)
     assert result.victims == ("x1",)
-    assert result.explanation_for("o1") is None
+    assert result.explanation_for("o1") == Explanation("o1", False, Reason.OUTSIDE_FENCE)
 
 
 def test_preempting_tasks_are_neither_candidates_nor_explained() -> None:
