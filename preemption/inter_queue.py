@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from preemption import resources
 from preemption.hierarchy import Hierarchy
@@ -49,6 +49,7 @@ from preemption.model import (
     PreemptionPolicy,
     Reason,
     explanations_from,
+    micros,
 )
 
 __all__ = ["plan_inter_queue"]
@@ -58,8 +59,6 @@ __all__ = ["plan_inter_queue"]
 #: preemption and hold no reservation (ours: the SPEC only says "pending").
 _WAITING = (AskState.PENDING, AskState.RESERVED)
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 
 #: Per queue path, by type: what is still missing before A fits under that queue's max.
 Shortfall = dict[str, dict[str, int]]
@@ -240,7 +239,7 @@ def _victim_order(allocation: Allocation) -> tuple[int, bool, int, str]:
     return (
         allocation.priority,
         allocation.originator,
-        -_micros(allocation.created_at),
+        -micros(allocation.created_at),
         allocation.id,
     )
 
@@ -341,7 +340,7 @@ def _evaluate_node(context: _Context, node: Node, candidates: Sequence[Allocatio
         reasons=reasons,
         viable=not room and not shortfall,
         highest_priority=max((victim.priority for victim in victims), default=0),
-        oldest_start=min((_micros(victim.created_at) for victim in victims), default=0),
+        oldest_start=min((micros(victim.created_at) for victim in victims), default=0),
     )
 
 
@@ -462,8 +461,3 @@ def _below_common_ancestor(hierarchy: Hierarchy, leaf: str, ask: Ask) -> tuple[s
             break
         protected.append(step)
     return tuple(protected)
-
-
-def _micros(moment: datetime) -> int:
-    """A timestamp as whole microseconds since the epoch, for exact ordering."""
-    return (moment - _EPOCH) // _MICROSECOND

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -23,6 +23,14 @@ from preemption.hierarchy import Hierarchy
 
 #: ``created_at`` of an allocation or ask that does not say (the scenario format's default).
 DEFAULT_CREATED_AT = datetime(2026, 1, 1, tzinfo=UTC)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def micros(moment: datetime) -> int:
+    """Whole microseconds since the epoch: an exact integer for sort keys, so "newest first" is
+    simply ``-micros(created_at)`` and ties are decided exactly."""
+    return (moment - _EPOCH) // _MICROSECOND
 
 
 class AllocationState(StrEnum):

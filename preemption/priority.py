@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from preemption.model import (
     Allocation,
@@ -57,11 +57,11 @@ from preemption.model import (
     QoS,
     Reason,
     explanations_from,
+    micros,
 )
 
 __all__ = ["plan_priority"]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 #: Rank of a QoS class in the importance order (SPEC 4.4): lower is more important.
 #: An allocation without a QoS class counts as Burstable.
@@ -321,13 +321,13 @@ def _node_choice_key(result: _NodePass) -> tuple[int, int, int, int, timedelta, 
     """
     priorities = [victim.priority for victim in result.victims]
     highest = max(priorities)
-    earliest = min(victim.created_at for victim in result.victims if victim.priority == highest)
+    earliest = min(micros(v.created_at) for v in result.victims if v.priority == highest)
     return (
         len(result.violating),
         highest,
         sum(priorities),
         len(result.victims),
-        _EPOCH - earliest,  # the later the earliest start, the smaller (less work lost)
+        -earliest,  # the later the earliest start, the smaller (less work lost)
         result.node,
     )
 

@@ -26,7 +26,7 @@ The policy never reads a clock: ``now`` is part of the signature shared by every
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 
 from preemption import resources
 from preemption.hierarchy import Hierarchy
@@ -38,6 +38,7 @@ from preemption.model import (
     PolicyName,
     Reason,
     explanations_from,
+    micros,
 )
 
 __all__ = [
@@ -49,8 +50,6 @@ __all__ = [
     "victim_order_key",
 ]
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 
 ResourceMap = dict[str, int]
 
@@ -232,7 +231,7 @@ def split_largest_remainder(
 def victim_order_key(allocation: Allocation) -> tuple[bool, int, bool, int, str]:
     """Seed 001 preference order: non-originator first, lower priority first,
     ``allow_preemption=true`` first, newest first, then id."""
-    age = (allocation.created_at - _EPOCH) // _MICROSECOND
+    age = micros(allocation.created_at)
     return (
         allocation.originator,
         allocation.priority,

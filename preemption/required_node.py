@@ -47,7 +47,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from fractions import Fraction
 
 from preemption.model import (
@@ -61,6 +61,7 @@ from preemption.model import (
     PolicyName,
     Reason,
     explanations_from,
+    micros,
 )
 from preemption.resources import shares_type
 
@@ -75,8 +76,6 @@ CLASS_REGULAR = 0
 CLASS_ORIGINATOR = 1
 CLASS_OPTED_OUT = 2
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
 _WAITING_STATES = frozenset({AskState.PENDING, AskState.RESERVED})
 
 #: Sort key of a candidate: (class, priority, -created_at in microseconds, size, id).
@@ -235,7 +234,7 @@ def _candidate(
     allocation: Allocation, demand: Mapping[str, int], capacity: Mapping[str, int]
 ) -> _Candidate:
     # Newest first = created_at descending, as exact integer microseconds (no float rounding).
-    age_key = -((allocation.created_at - _EPOCH) // _MICROSECOND)
+    age_key = -micros(allocation.created_at)
     klass = victim_class(allocation)
     size = size_on_node(allocation.resources, demand, capacity)
     return _Candidate(allocation, klass, (klass, allocation.priority, age_key, size, allocation.id))
