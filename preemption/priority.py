@@ -41,7 +41,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from preemption.model import (
     Allocation,
@@ -309,7 +309,7 @@ def _reprieve(
 # --------------------------------------------------------------------------------------------
 
 
-def _node_choice_key(result: _NodePass) -> tuple[int, int, int, int, timedelta, str]:
+def _node_choice_key(result: _NodePass) -> tuple[int, int, int, int, int, str]:
     """Smallest is best (SPEC 4.4 "Node choice").
 
     A possible node always has at least one victim: A fits no node as it stands, so putting every
