@@ -19,6 +19,26 @@ app = Celery("scheduler_admin")
 
 #: Static beat schedule. Each entry expires before its next tick so a backlog never piles up.
 BEAT_SCHEDULE: dict[str, dict[str, object]] = {
+    "sweep-due-quota-timers": {
+        "task": "scheduler_admin.enforcement.tasks.sweep_due_quota_timers",
+        "schedule": 5.0,
+        "options": {"expires": 4.0},
+    },
+    "sweep-pending-asks": {
+        "task": "scheduler_admin.enforcement.tasks.sweep_pending_asks",
+        "schedule": 5.0,
+        "options": {"expires": 4.0},
+    },
+    "reap-stale-runs": {
+        "task": "scheduler_admin.enforcement.tasks.reap_stale_runs",
+        "schedule": 30.0,
+        "options": {"expires": 25.0},
+    },
+    "deliver-eviction-webhooks": {
+        "task": "scheduler_admin.enforcement.tasks.deliver_eviction_webhooks",
+        "schedule": 5.0,
+        "options": {"expires": 4.0},
+    },
     "record-worker-heartbeat": {
         "task": "scheduler_admin.system.tasks.record_heartbeat",
         "schedule": 10.0,

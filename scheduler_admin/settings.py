@@ -53,6 +53,8 @@ INSTALLED_APPS = [
     "scheduler_admin.accounts",
     "scheduler_admin.audit",
     "scheduler_admin.queues",
+    "scheduler_admin.cluster",
+    "scheduler_admin.enforcement",
     "scheduler_admin.system",
     "scheduler_admin.web",
 ]
@@ -165,6 +167,18 @@ X_FRAME_OPTIONS = "DENY"
 # --- Product settings ---------------------------------------------------------------------------
 # The largest queues.yaml accepted on import, in bytes (SPEC 6).
 CONFIG_MAX_BYTES = env.int("CONFIG_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
+
+# How long a worker owns a claimed preemption run without writing; past it the reaper hands the
+# run to another worker (whose claim raises the queue's fencing token).
+RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", 60, minimum=2)
+# Pause between two evictions of one run, to spread the load on the cluster (0 = none).
+EVICTION_PACING_SECONDS = env.int("EVICTION_PACING_SECONDS", 0, minimum=0)
+# Optional webhook that receives every eviction order (signed with the secret, HMAC-SHA256).
+EVICTION_WEBHOOK_URL = env.str("EVICTION_WEBHOOK_URL", "")
+EVICTION_WEBHOOK_SECRET = env.str("EVICTION_WEBHOOK_SECRET", "")
+if EVICTION_WEBHOOK_URL and not EVICTION_WEBHOOK_SECRET:
+    raise ImproperlyConfigured("EVICTION_WEBHOOK_SECRET must be set with EVICTION_WEBHOOK_URL")
+EVICTION_WEBHOOK_TIMEOUT = env.int("EVICTION_WEBHOOK_TIMEOUT", 5, minimum=1)
 
 # --- Celery -------------------------------------------------------------------------------------
 # With REDIS_URL set, Redis is the broker. Without it (the embedded default) Celery's SQLAlchemy

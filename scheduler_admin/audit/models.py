@@ -12,6 +12,20 @@ class AuditKind(models.TextChoices):
     CONFIG_CHANGED = "config.changed", "Config changed"
     CONFIG_IMPORTED = "config.imported", "Config imported"
     CONFIG_REVERTED = "config.reverted", "Config reverted"
+    STATE_INGESTED = "state.ingested", "Cluster state ingested"
+    TIMER_STARTED = "timer.started", "Quota timer started"
+    TIMER_RESET = "timer.reset", "Quota timer reset"
+    TIMER_CANCELLED = "timer.cancelled", "Quota timer cancelled"
+    TIMER_DEFERRED = "timer.deferred", "Quota timer deferred"
+    TIMER_NOT_NEEDED = "timer.not_needed", "Quota timer not needed"
+    RUN_STARTED = "run.started", "Preemption run started"
+    RUN_RESUMED = "run.resumed", "Preemption run resumed"
+    RUN_PLANNED = "run.planned", "Preemption run planned"
+    RUN_FINISHED = "run.finished", "Preemption run finished"
+    RUN_SKIPPED = "run.skipped", "Preemption run skipped"
+    VICTIM_PREEMPTED = "victim.preempted", "Victim preempted"
+    EVICTION_ACKNOWLEDGED = "eviction.acknowledged", "Eviction acknowledged"
+    EVICTION_DELIVERY_FAILED = "eviction.delivery_failed", "Eviction webhook failed"
 
 
 class AuditEvent(models.Model):

@@ -27,6 +27,7 @@ from preemption.config import PartitionConfig, PartitionSettings, QueueConfig, d
 from preemption.hierarchy import ConfigError, ConfigErrors, validate_config
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
+from scheduler_admin.enforcement.timers import apply_config_change
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, RevisionKind
 
 
@@ -232,6 +233,8 @@ def _save_config(
         reverted_from=reverted_from,
         snapshot=config.to_json(),
     )
+    # Quota timers start, reset or stop with the change, in the same transaction (SPEC 4.1).
+    apply_config_change(partition, before, config, at=now, actor=actor, revision_number=number)
     record_event(
         _KIND_EVENTS[RevisionKind(kind)],
         actor=actor,

@@ -1,0 +1,134 @@
+"""Database rows -> the engine's frozen dataclasses.
+
+The engine never sees a model instance: services load a partition's state here, once per
+decision, with ``values_list`` queries (no model instances for 100,000 tasks), and pass the result
+to ``preemption``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from preemption import model
+from preemption.config import PartitionConfig
+from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
+from scheduler_admin.queues.models import Partition
+
+_ALLOCATION_FIELDS = (
+    "external_id", "application__external_id", "queue_path", "node_name", "resources",
+    "priority", "allow_preemption", "originator", "required_node", "job", "qos", "pdb",
+    "created_at", "state",
+)  # fmt: skip
+_ASK_FIELDS = (
+    "external_id", "application__external_id", "queue_path", "resources", "priority",
+    "allow_preemption", "preemption_policy", "required_node", "job", "created_at", "state",
+    "node",
+)  # fmt: skip
+
+
+def load_cluster_state(
+    partition: Partition,
+    *,
+    running_runs: Iterable[str] = (),
+    config: PartitionConfig | None = None,
+) -> model.ClusterState:
+    """The partition as the engine sees it: config, nodes, live and preempting allocations,
+    waiting asks, budgets, and the queues with a run in progress."""
+    return model.ClusterState(
+        config=config or partition.current_config(),
+        nodes=tuple(
+            model.Node(name=name, capacity=capacity, schedulable=schedulable)
+            for name, capacity, schedulable in partition.nodes.values_list(
+                "name", "capacity", "schedulable"
+            )
+        ),
+        allocations=tuple(
+            _allocation(row)
+            for row in Allocation.objects.filter(
+                partition=partition,
+                state__in=[AllocationState.RUNNING, AllocationState.PREEMPTING],
+            ).values_list(*_ALLOCATION_FIELDS)
+        ),
+        asks=tuple(
+            _ask(row)
+            for row in Ask.objects.filter(
+                partition=partition, state__in=[AskState.PENDING, AskState.RESERVED]
+            ).values_list(*_ASK_FIELDS)
+        ),
+        budgets=tuple(
+            model.Budget(name=name, allowed_disruptions=allowed)
+            for name, allowed in partition.budgets.values_list("name", "allowed_disruptions")
+        ),
+        running_runs=frozenset(running_runs),
+    )
+
+
+def _allocation(row: tuple) -> model.Allocation:
+    (id_, app, queue, node, resources, priority, allow, originator, required, job, qos, pdb,
+     created_at, state) = row  # fmt: skip
+    return model.Allocation(
+        id=id_,
+        app=app,
+        queue=queue,
+        node=node,
+        resources=resources,
+        priority=priority,
+        allow_preemption=allow,
+        originator=originator,
+        required_node=required or None,
+        job=job or None,
+        qos=model.QoS(qos) if qos else None,
+        pdb=pdb or None,
+        created_at=created_at,
+        state=model.AllocationState(state),
+    )
+
+
+def _ask(row: tuple) -> model.Ask:
+    (id_, app, queue, resources, priority, allow, policy, required, job, created_at, state,
+     node) = row  # fmt: skip
+    return model.Ask(
+        id=id_,
+        app=app,
+        queue=queue,
+        resources=resources,
+        priority=priority,
+        allow_preemption=allow,
+        preemption_policy=model.PreemptionPolicy(policy),
+        required_node=required or None,
+        job=job or None,
+        created_at=created_at,
+        state=model.AskState(state),
+        node=node or None,
+    )
+
+
+def queue_usage(partition: Partition) -> dict[str, dict[str, int]]:
+    """Usage of every queue of the partition (subtree sums of running allocations).
+
+    One aggregate pass: only ``queue_path`` and ``resources`` of running rows are read, summed per
+    leaf, then rolled up the tree by the engine's hierarchy.
+    """
+    config = partition.current_config()
+    rows = Allocation.objects.filter(
+        partition=partition, state=AllocationState.RUNNING
+    ).values_list("queue_path", "resources")
+    per_leaf: dict[str, dict[str, int]] = {}
+    for queue_path, resources in rows.iterator(chunk_size=5000):
+        total = per_leaf.setdefault(queue_path, {})
+        for name, value in resources.items():
+            total[name] = total.get(name, 0) + value
+    state = model.ClusterState(config=config)
+    return state.hierarchy.usage_by_queue(
+        _Usage(queue, resources) for queue, resources in per_leaf.items()
+    )
+
+
+class _Usage:
+    """A leaf's summed usage, shaped like an allocation for ``Hierarchy.usage_by_queue``."""
+
+    __slots__ = ("queue", "resources")
+
+    def __init__(self, queue: str, resources: dict[str, int]) -> None:
+        self.queue = queue
+        self.resources = resources

@@ -1,0 +1,150 @@
+"""Cluster state (SPEC 3.3), one set per partition.
+
+Rows are written only by ``scheduler_admin.cluster.services`` (bulk, idempotent ingestion) and by
+the enforcement services (a victim's state). Ids are the cluster's own (``external_id``), unique
+per partition, so the same body can be sent twice without creating anything new.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from scheduler_admin.queues.models import Partition
+
+
+class Node(models.Model):
+    """A node and its capacity; free room is capacity minus the running allocations on it."""
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="nodes")
+    name = models.CharField(max_length=253)
+    capacity = models.JSONField(default=dict)
+    schedulable = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["partition", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "name"], name="node_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Application(models.Model):
+    """An application (job owner) and the leaf queue it runs in."""
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="applications")
+    external_id = models.CharField(max_length=253)
+    queue_path = models.CharField(max_length=1024)
+    user = models.CharField(max_length=150, blank=True)
+
+    class Meta:
+        ordering = ["partition", "external_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "external_id"], name="app_unique_id"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class AllocationState(models.TextChoices):
+    RUNNING = "running", "Running"
+    PREEMPTING = "preempting", "Preempting"
+    RELEASED = "released", "Released"
+
+
+class Allocation(models.Model):
+    """A running task (pod). ``queue_path`` is copied from its application so usage per queue is
+    one indexed aggregate. ``preempting`` tasks are victims whose eviction order is not yet
+    acknowledged; they count as gone in every plan (SPEC 4.0)."""
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="allocations")
+    external_id = models.CharField(max_length=253)
+    application = models.ForeignKey(
+        Application, on_delete=models.CASCADE, related_name="allocations"
+    )
+    queue_path = models.CharField(max_length=1024)
+    node_name = models.CharField(max_length=253)
+    resources = models.JSONField(default=dict)
+    priority = models.IntegerField(default=0)
+    allow_preemption = models.BooleanField(default=True)
+    originator = models.BooleanField(default=False)
+    required_node = models.CharField(max_length=253, blank=True)
+    job = models.CharField(max_length=253, blank=True)
+    qos = models.CharField(max_length=20, blank=True)
+    pdb = models.CharField(max_length=253, blank=True)
+    created_at = models.DateTimeField()
+    state = models.CharField(
+        max_length=12, choices=AllocationState.choices, default=AllocationState.RUNNING
+    )
+    state_changed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["partition", "external_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "external_id"], name="alloc_unique_id"),
+        ]
+        indexes = [
+            models.Index(fields=["partition", "state", "queue_path"], name="alloc_state_queue"),
+            models.Index(fields=["partition", "node_name"], name="alloc_node"),
+        ]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class AskState(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RESERVED = "reserved", "Reserved"
+    ALLOCATED = "allocated", "Allocated"
+    REMOVED = "removed", "Removed"
+
+
+class Ask(models.Model):
+    """A pending request. ``node`` is the node reserved for it (inter-queue) or nominated to it
+    (priority). ``retry_after`` is when the sweep may plan it again after a ``does_not_help``
+    (SPEC 4.2: "tried again only after its delay has passed once more")."""
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="asks")
+    external_id = models.CharField(max_length=253)
+    application = models.ForeignKey(Application, on_delete=models.CASCADE, related_name="asks")
+    queue_path = models.CharField(max_length=1024)
+    resources = models.JSONField(default=dict)
+    priority = models.IntegerField(default=0)
+    allow_preemption = models.BooleanField(default=True)
+    preemption_policy = models.CharField(max_length=30, default="PreemptLowerPriority")
+    required_node = models.CharField(max_length=253, blank=True)
+    job = models.CharField(max_length=253, blank=True)
+    created_at = models.DateTimeField()
+    state = models.CharField(max_length=12, choices=AskState.choices, default=AskState.PENDING)
+    node = models.CharField(max_length=253, blank=True)
+    retry_after = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["partition", "external_id"]
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "external_id"], name="ask_unique_id"),
+        ]
+        indexes = [models.Index(fields=["partition", "state"], name="ask_state")]
+
+    def __str__(self) -> str:
+        return self.external_id
+
+
+class DisruptionBudget(models.Model):
+    """A Kubernetes-style disruption budget: how many of its pods may still be disrupted."""
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="budgets")
+    name = models.CharField(max_length=253)
+    allowed_disruptions = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["partition", "name"]
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "name"], name="budget_unique_name"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

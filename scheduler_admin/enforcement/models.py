@@ -1,0 +1,213 @@
+"""The live loop's state: quota timers, preemption runs, their victims and eviction orders.
+
+Correctness rests on PostgreSQL constraints, not on the workers behaving:
+
+- one active run per queue: a partial unique index on ``PreemptionRun(partition, queue_path)``
+  while the run is pending or running;
+- no stale writer: every write of a run checks ``QueueLock.token`` (a fencing token raised on every
+  claim), so a worker whose lease expired and whose run was taken over writes nothing;
+- no double preemption: an eviction order is unique per allocation, and a victim is marked
+  preempted by a conditional update.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+
+from scheduler_admin.queues.models import Partition
+
+
+class TimerStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    FIRED = "fired", "Fired (run started)"
+    CANCELLED = "cancelled", "Cancelled"
+    NOT_NEEDED = "not_needed", "Not needed (usage within max)"
+    SUPERSEDED = "superseded", "Superseded (reset by a later change)"
+
+
+class QuotaTimer(models.Model):
+    """A queue's pending quota enforcement (SPEC 4.1 "Timer"), stored so it survives restarts.
+
+    Beat's sweep looks for ``pending`` timers whose ``due_at`` passed (indexed). A timer due while
+    a run is active on its queue, an ancestor or a descendant stays pending with
+    ``deferred_since`` set and is looked at again on every sweep until that run ends.
+    """
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="timers")
+    queue_path = models.CharField(max_length=1024)
+    started_at = models.DateTimeField()
+    due_at = models.DateTimeField(db_index=True)
+    delay_seconds = models.PositiveIntegerField()
+    status = models.CharField(
+        max_length=12, choices=TimerStatus.choices, default=TimerStatus.PENDING
+    )
+    ended_at = models.DateTimeField(null=True, blank=True)
+    deferred_since = models.DateTimeField(null=True, blank=True)
+    revision_number = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["due_at", "queue_path"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "queue_path"],
+                condition=Q(status="pending"),
+                name="timer_one_pending_per_queue",
+            ),
+        ]
+        indexes = [models.Index(fields=["status", "due_at"], name="timer_status_due")]
+
+    def __str__(self) -> str:
+        return f"{self.queue_path} due {self.due_at:%H:%M:%S} ({self.status})"
+
+
+class QueueLock(models.Model):
+    """The fencing token of a queue (unrelated to preemption fences).
+
+    Every claim of a run on the queue raises ``token`` and gives the run the new value; every
+    later write of that run first checks that the token is still its own. A worker that stalled
+    past its lease while the reaper handed the run to another worker finds a higher token and
+    stops without writing.
+    """
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="+")
+    queue_path = models.CharField(max_length=1024)
+    token = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "queue_path"], name="lock_unique_queue"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue_path} token {self.token}"
+
+
+class RunStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    RUNNING = "running", "Running"
+    FINISHED = "finished", "Finished"
+    FAILED = "failed", "Failed"
+
+
+ACTIVE_RUN_STATUSES = (RunStatus.PENDING, RunStatus.RUNNING)
+
+
+class PreemptionRun(models.Model):
+    """One decision of a policy and its execution.
+
+    Steps (``services.runs``): a sweep creates it ``pending``; a worker claims it (``running``,
+    new fence token, lease); the first step plans and stores the victims as ``RunVictim`` rows
+    with the plan's explanations; then each victim is preempted (idempotently); the run ends
+    ``finished`` with the plan's outcome. A resumed run (after its worker died) finishes the stored
+    victim list and never plans again.
+    """
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="runs")
+    policy = models.CharField(max_length=20)
+    queue_path = models.CharField(max_length=1024)
+    trigger = models.CharField(max_length=20)  # quota_timer | ask | job
+    trigger_id = models.CharField(max_length=253, blank=True)
+    timer = models.ForeignKey(
+        QuotaTimer, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
+    )
+    status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.PENDING)
+    outcome = models.CharField(max_length=20, blank=True)
+    planned = models.BooleanField(default=False)
+    fence_token = models.BigIntegerField(default=0)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempt = models.PositiveIntegerField(default=0)
+    worker = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField()
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    node = models.CharField(max_length=253, blank=True)
+    targets = models.JSONField(default=dict, blank=True)
+    freed = models.JSONField(default=dict, blank=True)
+    nominations = models.JSONField(default=dict, blank=True)
+    explanations = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "queue_path"],
+                condition=Q(status__in=["pending", "running"]),
+                name="run_one_active_per_queue",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["status", "lease_expires_at"], name="run_status_lease"),
+            models.Index(fields=["partition", "queue_path", "-created_at"], name="run_queue_time"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} {self.policy} {self.queue_path} ({self.status})"
+
+
+class RunVictim(models.Model):
+    """A victim chosen by a run's first step, in the order taken."""
+
+    run = models.ForeignKey(PreemptionRun, on_delete=models.CASCADE, related_name="victims")
+    position = models.PositiveIntegerField()
+    allocation_id = models.CharField(max_length=253)
+    queue_path = models.CharField(max_length=1024)
+    node_name = models.CharField(max_length=253)
+    resources = models.JSONField(default=dict)
+    preempted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["run", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "allocation_id"], name="victim_unique_in_run"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.allocation_id} (run {self.run_id})"
+
+
+class EvictionStatus(models.TextChoices):
+    PENDING = "pending", "Pending"
+    ACKNOWLEDGED = "acknowledged", "Acknowledged"
+
+
+class EvictionOrder(models.Model):
+    """The outbox: an order to the cluster to evict one allocation (SPEC 5).
+
+    Unique per allocation, so no task can be preempted twice, whichever run or worker tries.
+    The cluster polls pending orders and acknowledges them, or receives them by webhook (signed,
+    retried with backoff; the order id is the idempotency key). Once acknowledged, the
+    allocation is ``released`` and stops counting towards usage.
+    """
+
+    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="evictions")
+    run = models.ForeignKey(PreemptionRun, on_delete=models.PROTECT, related_name="evictions")
+    victim = models.OneToOneField(RunVictim, on_delete=models.PROTECT, related_name="eviction")
+    allocation_id = models.CharField(max_length=253)
+    node_name = models.CharField(max_length=253)
+    soft = models.BooleanField(default=False)
+    status = models.CharField(
+        max_length=14, choices=EvictionStatus.choices, default=EvictionStatus.PENDING
+    )
+    created_at = models.DateTimeField()
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_by = models.CharField(max_length=150, blank=True)
+    webhook_attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "allocation_id"], name="eviction_once_per_allocation"
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["status", "next_attempt_at"], name="eviction_due"),
+            models.Index(fields=["partition", "status"], name="eviction_partition_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"evict {self.allocation_id} ({self.status})"

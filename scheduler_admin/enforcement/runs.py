@@ -1,0 +1,602 @@
+"""Preemption runs: created by the sweeps, claimed by one worker, executed resumably (SPEC 5).
+
+Lifecycle of a run:
+
+1. **Created** ``pending`` by ``sweep_due_quota_timers`` (a timer fell due and the engine says
+   run) or ``sweep_pending_asks`` (an ask's policy found victims). The partial unique index
+   ``run_one_active_per_queue`` lets only one active run exist per queue, whatever number of
+   sweepers race; the timer's own ``pending -> fired`` update is conditional, so only one sweeper
+   fires it.
+2. **Claimed** by ``execute_run``: the queue's fencing token is raised and copied to the run,
+   with a lease. A second worker cannot claim a run whose lease is alive.
+3. **Planned** once: the victims are stored as ``RunVictim`` rows with the explanations. A run
+   that is resumed after its worker died finds ``planned`` set and never selects again.
+4. **Executed**: each victim, in order, is marked preempted (conditional update), gets one
+   eviction order (unique per allocation) and turns ``preempting``. Every write first checks
+   that the queue's token is still the run's: a worker that lost its lease writes nothing.
+5. **Finished** with the plan's outcome. ``reap_stale_runs`` re-enqueues runs whose lease
+   expired (the worker died or stalled).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import replace
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from preemption import model as engine
+from preemption import timers as engine_timers
+from preemption.model import Options, Outcome, Plan
+from preemption.policies import plan_ask, plan_quota
+from scheduler_admin.audit.models import AuditKind
+from scheduler_admin.audit.services import record_event
+from scheduler_admin.cluster.adapters import load_cluster_state
+from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
+from scheduler_admin.enforcement.models import (
+    ACTIVE_RUN_STATUSES,
+    EvictionOrder,
+    PreemptionRun,
+    QueueLock,
+    QuotaTimer,
+    RunStatus,
+    RunVictim,
+    TimerStatus,
+)
+from scheduler_admin.enforcement.timers import as_engine_timer
+from scheduler_admin.queues.models import Partition
+
+logger = logging.getLogger(__name__)
+
+
+class StaleRun(Exception):
+    """The queue's fencing token moved on: another worker owns this run now."""
+
+
+def _enqueue(run_id: int) -> None:
+    """Hand the run to a worker once the transaction that created it has committed."""
+    from scheduler_admin.enforcement.tasks import execute_run
+
+    execute_run.delay_on_commit(run_id)
+
+
+def active_run_queues(partition: Partition) -> set[str]:
+    return set(
+        PreemptionRun.objects.filter(
+            partition=partition, status__in=ACTIVE_RUN_STATUSES
+        ).values_list("queue_path", flat=True)
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Sweeping due quota timers
+# --------------------------------------------------------------------------------------------
+
+
+def sweep_due_quota_timers(now: datetime | None = None) -> list[int]:
+    """Handle every pending timer whose ``due_at`` passed; returns the ids of runs created.
+
+    Per partition, the due timers are taken in the engine's order (earliest first, a leaf before
+    its ancestors) and each is decided on the current state: run, defer (a run is active on the
+    queue, an ancestor or a descendant), cancel (quota preemption off) or not needed (usage
+    within max). A run created in this sweep defers the related timers after it.
+    """
+    now = now or timezone.now()
+    created: list[int] = []
+    partitions = Partition.objects.filter(
+        timers__status=TimerStatus.PENDING, timers__due_at__lte=now
+    ).distinct()
+    for partition in partitions:
+        created.extend(_sweep_partition_timers(partition, now))
+    return created
+
+
+def _sweep_partition_timers(partition: Partition, now: datetime) -> list[int]:
+    rows = {
+        row.queue_path: row
+        for row in QuotaTimer.objects.filter(
+            partition=partition, status=TimerStatus.PENDING, due_at__lte=now
+        ).select_related("partition")
+    }
+    if not rows:
+        return []
+    active = active_run_queues(partition)
+    state = load_cluster_state(partition, running_runs=active)
+    created = []
+    for timer in engine_timers.due_order(as_engine_timer(row) for row in rows.values()):
+        row = rows[timer.queue]
+        decision = engine_timers.decide_due(replace(state, running_runs=frozenset(active)), timer)
+        if decision == engine_timers.DueDecision.RUN:
+            run = _fire_timer(row, now)
+            if run is not None:
+                created.append(run.pk)
+                active.add(row.queue_path)
+        elif decision == engine_timers.DueDecision.DEFERRED:
+            _defer_timer(row, now, active)
+        else:
+            status = (
+                TimerStatus.CANCELLED
+                if decision == engine_timers.DueDecision.CANCELLED
+                else TimerStatus.NOT_NEEDED
+            )
+            _end_timer(row, now, status)
+    return created
+
+
+def _fire_timer(row: QuotaTimer, now: datetime) -> PreemptionRun | None:
+    """Turn a due timer into a pending run, unless another sweeper did or a run is active."""
+    try:
+        with transaction.atomic():
+            # Two sweepers can get here for the same timer: the conditional update lets exactly
+            # one of them through (the other sees status != pending and updates nothing).
+            fired = QuotaTimer.objects.filter(pk=row.pk, status=TimerStatus.PENDING).update(
+                status=TimerStatus.FIRED, ended_at=now
+            )
+            if not fired:
+                return None
+            run = PreemptionRun.objects.create(
+                partition=row.partition,
+                policy=engine.PolicyName.QUOTA,
+                queue_path=row.queue_path,
+                trigger="quota_timer",
+                trigger_id=str(row.pk),
+                timer=row,
+                created_at=now,
+            )
+            record_event(
+                AuditKind.RUN_STARTED,
+                actor=None,
+                at=now,
+                partition_name=row.partition.name,
+                queue_path=row.queue_path,
+                object_type="run",
+                object_id=str(run.pk),
+                summary=f"Quota preemption run {run.pk} of {row.queue_path} started "
+                f"(timer {row.pk} fell due at {row.due_at:%H:%M:%S} UTC)",
+                data={"run": run.pk, "timer": row.pk, "policy": run.policy},
+            )
+            _enqueue(run.pk)
+            return run
+    except IntegrityError:
+        # run_one_active_per_queue: a run on this queue started meanwhile. The timer stays
+        # pending (the transaction rolled back) and is looked at again on the next sweep.
+        return None
+
+
+def _defer_timer(row: QuotaTimer, now: datetime, active: set[str]) -> None:
+    """Leave the timer pending; record the first deferral only, not one per sweep."""
+    if row.deferred_since is not None:
+        return
+    with transaction.atomic():
+        updated = QuotaTimer.objects.filter(
+            pk=row.pk, status=TimerStatus.PENDING, deferred_since__isnull=True
+        ).update(deferred_since=now)
+        if updated:
+            blockers = sorted(q for q in active if _related(q, row.queue_path))
+            record_event(
+                AuditKind.TIMER_DEFERRED,
+                actor=None,
+                at=now,
+                partition_name=row.partition.name,
+                queue_path=row.queue_path,
+                object_type="timer",
+                object_id=str(row.pk),
+                summary=f"Quota timer of {row.queue_path} deferred: a run is active on "
+                f"{', '.join(blockers)}",
+                data={"timer": row.pk, "blocking_runs_on": blockers},
+            )
+
+
+def _related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def _end_timer(row: QuotaTimer, now: datetime, status: TimerStatus) -> None:
+    with transaction.atomic():
+        updated = QuotaTimer.objects.filter(pk=row.pk, status=TimerStatus.PENDING).update(
+            status=status, ended_at=now
+        )
+        if updated:
+            kind = (
+                AuditKind.TIMER_CANCELLED
+                if status == TimerStatus.CANCELLED
+                else AuditKind.TIMER_NOT_NEEDED
+            )
+            why = (
+                "quota preemption is off for it now"
+                if status == TimerStatus.CANCELLED
+                else "its usage is within max"
+            )
+            record_event(
+                kind,
+                actor=None,
+                at=now,
+                partition_name=row.partition.name,
+                queue_path=row.queue_path,
+                object_type="timer",
+                object_id=str(row.pk),
+                summary=f"Quota timer of {row.queue_path} ended without a run: {why}",
+                data={"timer": row.pk, "status": status},
+            )
+
+
+# --------------------------------------------------------------------------------------------
+# Sweeping pending asks
+# --------------------------------------------------------------------------------------------
+
+
+def sweep_pending_asks(now: datetime | None = None) -> list[int]:
+    """Plan every waiting ask with its policy (SPEC 4.0) and start a run for each that found
+    victims. One policy per ask per sweep; a job is planned once for all its asks; an ask whose
+    earlier victims are still ``preempting`` waits until they are gone; one that got
+    ``does_not_help`` is tried again only after its delay has passed once more."""
+    now = now or timezone.now()
+    created: list[int] = []
+    for partition in Partition.objects.filter(asks__state=AskState.PENDING).distinct():
+        created.extend(_sweep_partition_asks(partition, now))
+    return created
+
+
+def _sweep_partition_asks(partition: Partition, now: datetime) -> list[int]:
+    waiting = list(
+        Ask.objects.filter(partition=partition, state=AskState.PENDING)
+        .filter(Q(retry_after__isnull=True) | Q(retry_after__lte=now))
+        .order_by("created_at", "external_id")
+        .values_list("external_id", "job")
+    )
+    if not waiting:
+        return []
+    blocked = _asks_waiting_for_victims(partition)
+    active = active_run_queues(partition)
+    state = load_cluster_state(partition, running_runs=active)
+    created, seen_jobs = [], set()
+    for ask_id, job in waiting:
+        if ask_id in blocked or (job and job in blocked):
+            continue
+        if job:
+            if job in seen_jobs:
+                continue
+            seen_jobs.add(job)
+        ask = state.asks_by_id.get(ask_id)
+        if ask is None or ask.queue in active:
+            continue
+        plan = plan_ask(state, ask_id, now, Options())
+        if plan.outcome == Outcome.NOT_TRIGGERED:
+            continue
+        if plan.outcome == Outcome.DOES_NOT_HELP:
+            _retry_later(partition, state, ask, now)
+            continue
+        run = _start_ask_run(partition, ask, plan, now)
+        if run is not None:
+            created.append(run.pk)
+            active.add(ask.queue)
+    return created
+
+
+def _asks_waiting_for_victims(partition: Partition) -> set[str]:
+    """Asks and jobs with an earlier run whose victims are still being evicted."""
+    return set(
+        EvictionOrder.objects.filter(
+            partition=partition, status="pending", run__trigger__in=["ask", "job"]
+        ).values_list("run__trigger_id", flat=True)
+    )
+
+
+def _retry_later(
+    partition: Partition, state: engine.ClusterState, ask: engine.Ask, now: datetime
+) -> None:
+    if ask.required_node:
+        delay = partition.daemonset_preemption_delay
+    else:
+        delay = int(state.hierarchy.preemption_delay(ask.queue).value)
+    Ask.objects.filter(partition=partition, external_id=ask.id).update(
+        retry_after=now + timedelta(seconds=max(delay, 1))
+    )
+
+
+def _start_ask_run(
+    partition: Partition, ask: engine.Ask, plan: Plan, now: datetime
+) -> PreemptionRun | None:
+    """Create a run whose victims are already chosen (the sweep's plan is the first step)."""
+    trigger, trigger_id = (
+        ("job", ask.job) if plan.policy == engine.PolicyName.JOB else ("ask", ask.id)
+    )
+    try:
+        with transaction.atomic():
+            run = PreemptionRun.objects.create(
+                partition=partition,
+                policy=plan.policy,
+                queue_path=ask.queue,
+                trigger=trigger,
+                trigger_id=trigger_id,
+                created_at=now,
+            )
+            _store_plan(run, plan)
+            _reserve_nodes(partition, ask, plan)
+            record_event(
+                AuditKind.RUN_STARTED,
+                actor=None,
+                at=now,
+                partition_name=partition.name,
+                queue_path=ask.queue,
+                object_type="run",
+                object_id=str(run.pk),
+                summary=f"{plan.policy} run {run.pk} for {trigger} {trigger_id}: "
+                f"{len(plan.victims)} victims on {plan.node or 'several nodes'}",
+                data={"run": run.pk, "policy": str(plan.policy), "victims": list(plan.victims)},
+            )
+            _enqueue(run.pk)
+            return run
+    except IntegrityError:
+        return None  # another run on this queue started meanwhile: try on the next sweep
+
+
+def _reserve_nodes(partition: Partition, ask: engine.Ask, plan: Plan) -> None:
+    """Inter-queue reserves the node for the ask, priority nominates it, job nominates each."""
+    if plan.nominations:
+        for ask_id, node in plan.nominations.items():
+            Ask.objects.filter(partition=partition, external_id=ask_id).update(node=node)
+    elif plan.node:
+        Ask.objects.filter(partition=partition, external_id=ask.id).update(node=plan.node)
+
+
+# --------------------------------------------------------------------------------------------
+# Executing a run
+# --------------------------------------------------------------------------------------------
+
+
+def execute_run(run_id: int, *, worker: str) -> PreemptionRun | None:
+    """Claim, plan (once) and execute the run; returns it, or None if not ours to run.
+
+    Safe to call any number of times: a finished run is left alone, a run owned by a live
+    worker is not claimed, and a resumed run continues with the victims already stored.
+    """
+    token = claim_run(run_id, worker=worker)
+    if token is None:
+        return None
+    run = PreemptionRun.objects.select_related("partition").get(pk=run_id)
+    try:
+        if not run.planned:
+            _plan_run(run, token)
+        pacing = settings.EVICTION_PACING_SECONDS
+        for victim in run.victims.filter(preempted_at__isnull=True).order_by("position"):
+            _preempt_victim(run, victim, token)
+            if pacing:
+                time.sleep(pacing)  # spread evictions out (also lets tests stop a worker mid-run)
+        _finish_run(run, token)
+    except StaleRun:
+        logger.warning("run %s: lost its lease to another worker; stopping without writing", run_id)
+        return None
+    run.refresh_from_db()
+    return run
+
+
+def claim_run(run_id: int, *, worker: str, now: datetime | None = None) -> int | None:
+    """Take the run for this worker: raise the queue's fencing token and give the run the new
+    value with a fresh lease. Returns the token, or None when the run is finished or another
+    worker holds a live lease on it."""
+    now = now or timezone.now()
+    with transaction.atomic():
+        run = (
+            PreemptionRun.objects.select_for_update()
+            .select_related("partition")
+            .filter(pk=run_id)
+            .first()
+        )
+        if run is None or run.status not in ACTIVE_RUN_STATUSES:
+            return None
+        if run.status == RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at > now:
+            return None
+        lock, _ = QueueLock.objects.select_for_update().get_or_create(
+            partition=run.partition, queue_path=run.queue_path
+        )
+        lock.token += 1
+        lock.save(update_fields=["token"])
+        resumed = run.status == RunStatus.RUNNING
+        run.status = RunStatus.RUNNING
+        run.fence_token = lock.token
+        run.lease_expires_at = now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+        run.attempt += 1
+        run.worker = worker
+        run.started_at = run.started_at or now
+        run.save(
+            update_fields=[
+                "status", "fence_token", "lease_expires_at", "attempt", "worker", "started_at",
+            ]
+        )  # fmt: skip
+        if resumed:
+            record_event(
+                AuditKind.RUN_RESUMED,
+                actor=None,
+                at=now,
+                partition_name=run.partition.name,
+                queue_path=run.queue_path,
+                object_type="run",
+                object_id=str(run.pk),
+                summary=f"Run {run.pk} resumed by {worker} (attempt {run.attempt}) after its "
+                "previous worker's lease expired",
+                data={"run": run.pk, "attempt": run.attempt, "fence_token": lock.token},
+            )
+    return lock.token
+
+
+def _check_token(run: PreemptionRun, token: int, now: datetime) -> None:
+    """Inside a write's transaction: lock the queue's token row and insist it is still ours;
+    then extend the lease (the run is alive)."""
+    current = (
+        QueueLock.objects.select_for_update()
+        .filter(partition=run.partition, queue_path=run.queue_path)
+        .values_list("token", flat=True)
+        .first()
+    )
+    if current != token:
+        raise StaleRun(run.pk)
+    PreemptionRun.objects.filter(pk=run.pk).update(
+        lease_expires_at=now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+    )
+
+
+def _plan_run(run: PreemptionRun, token: int) -> None:
+    """First step of a quota run: decide the victims on the current state and store them."""
+    now = timezone.now()
+    others = active_run_queues(run.partition) - {run.queue_path}
+    state = load_cluster_state(run.partition, running_runs=others)
+    plan = plan_quota(state, run.queue_path, now)
+    with transaction.atomic():
+        _check_token(run, token, now)
+        _store_plan(run, plan)
+        record_event(
+            AuditKind.RUN_PLANNED,
+            actor=None,
+            at=now,
+            partition_name=run.partition.name,
+            queue_path=run.queue_path,
+            object_type="run",
+            object_id=str(run.pk),
+            summary=f"Run {run.pk} planned: {plan.outcome}, {len(plan.victims)} victims",
+            data={
+                "run": run.pk,
+                "outcome": str(plan.outcome),
+                "victims": list(plan.victims),
+                "targets": {k: dict(v) for k, v in plan.targets.items()},
+                "freed": dict(plan.freed),
+                "fence_token": token,
+            },
+        )
+
+
+def _store_plan(run: PreemptionRun, plan: Plan) -> None:
+    by_id = {}
+    if plan.victims:
+        by_id = {
+            row[0]: row
+            for row in Allocation.objects.filter(
+                partition=run.partition, external_id__in=plan.victims
+            ).values_list("external_id", "queue_path", "node_name", "resources")
+        }
+    RunVictim.objects.bulk_create(
+        [
+            RunVictim(
+                run=run,
+                position=index,
+                allocation_id=victim,
+                queue_path=by_id[victim][1],
+                node_name=by_id[victim][2],
+                resources=by_id[victim][3],
+            )
+            for index, victim in enumerate(plan.victims)
+        ]
+    )
+    run.planned = True
+    run.outcome = str(plan.outcome)
+    run.node = plan.node or ""
+    run.targets = {path: dict(amounts) for path, amounts in plan.targets.items()}
+    run.freed = dict(plan.freed)
+    run.nominations = dict(plan.nominations)
+    run.explanations = [explanation.to_json() for explanation in plan.explanations]
+    run.save(
+        update_fields=[
+            "planned", "outcome", "node", "targets", "freed", "nominations", "explanations",
+        ]
+    )  # fmt: skip
+
+
+def _preempt_victim(run: PreemptionRun, victim: RunVictim, token: int) -> None:
+    """Preempt one stored victim exactly once: mark it, create its eviction order, and turn the
+    allocation ``preempting`` (it no longer counts towards usage)."""
+    now = timezone.now()
+    with transaction.atomic():
+        _check_token(run, token, now)
+        marked = RunVictim.objects.filter(pk=victim.pk, preempted_at__isnull=True).update(
+            preempted_at=now
+        )
+        if not marked:
+            return
+        try:
+            with transaction.atomic():
+                order = EvictionOrder.objects.create(
+                    partition=run.partition,
+                    run=run,
+                    victim=victim,
+                    allocation_id=victim.allocation_id,
+                    node_name=victim.node_name,
+                    created_at=now,
+                    next_attempt_at=now,
+                )
+        except IntegrityError:
+            # eviction_once_per_allocation: another run already evicts this task.
+            logger.info("run %s: %s already has an eviction order", run.pk, victim.allocation_id)
+            return
+        Allocation.objects.filter(
+            partition=run.partition,
+            external_id=victim.allocation_id,
+            state=AllocationState.RUNNING,
+        ).update(state=AllocationState.PREEMPTING, state_changed_at=now)
+        record_event(
+            AuditKind.VICTIM_PREEMPTED,
+            actor=None,
+            at=now,
+            partition_name=run.partition.name,
+            queue_path=victim.queue_path,
+            object_type="allocation",
+            object_id=victim.allocation_id,
+            summary=f"Run {run.pk} preempted {victim.allocation_id} on {victim.node_name} "
+            f"(eviction order {order.pk})",
+            data={
+                "run": run.pk,
+                "order": order.pk,
+                "position": victim.position,
+                "resources": victim.resources,
+                "fence_token": token,
+            },
+        )
+
+
+def _finish_run(run: PreemptionRun, token: int) -> None:
+    now = timezone.now()
+    with transaction.atomic():
+        _check_token(run, token, now)
+        PreemptionRun.objects.filter(pk=run.pk).update(
+            status=RunStatus.FINISHED, finished_at=now, lease_expires_at=None
+        )
+        victims = run.victims.count()
+        run.refresh_from_db(fields=["outcome"])
+        record_event(
+            AuditKind.RUN_FINISHED,
+            actor=None,
+            at=now,
+            partition_name=run.partition.name,
+            queue_path=run.queue_path,
+            object_type="run",
+            object_id=str(run.pk),
+            summary=f"Run {run.pk} of {run.queue_path} finished: {run.outcome}, "
+            f"{victims} victims preempted",
+            data={"run": run.pk, "outcome": run.outcome, "victims": victims, "fence_token": token},
+        )
+
+
+# --------------------------------------------------------------------------------------------
+# Reaping
+# --------------------------------------------------------------------------------------------
+
+
+def reap_stale_runs(now: datetime | None = None) -> list[int]:
+    """Re-enqueue runs whose worker went away: running with an expired lease, or pending for
+    longer than a lease (their task message was lost). The claim decides who continues."""
+    now = now or timezone.now()
+    lease = timedelta(seconds=settings.RUN_LEASE_SECONDS)
+    stale = list(
+        PreemptionRun.objects.filter(
+            Q(status=RunStatus.RUNNING, lease_expires_at__lt=now)
+            | Q(status=RunStatus.PENDING, created_at__lt=now - lease)
+        ).values_list("pk", flat=True)
+    )
+    for run_id in stale:
+        logger.warning("run %s: lease expired or never claimed; re-enqueueing", run_id)
+        _enqueue(run_id)
+    return stale

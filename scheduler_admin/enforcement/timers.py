@@ -1,0 +1,116 @@
+"""Quota timers in the database: started, reset and cancelled by saved config changes (SPEC 4.1).
+
+The rules themselves are the engine's (``preemption.timers.timers_after_save``); this module
+loads the pending rows, asks the engine for the new set, and writes the difference with an audit
+event per timer. It runs inside the config service's transaction, so a change and its timers are
+saved together or not at all.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from preemption import timers as engine
+from preemption.config import PartitionConfig
+from preemption.durations import format_duration
+from scheduler_admin.audit.models import AuditKind
+from scheduler_admin.audit.services import record_event
+from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
+from scheduler_admin.queues.models import Partition
+
+
+class TimerNotFound(Exception):
+    """No pending timer with that id (HTTP 404)."""
+
+
+def as_engine_timer(row: QuotaTimer) -> engine.QuotaTimer:
+    return engine.QuotaTimer(
+        queue=row.queue_path, started_at=row.started_at, due_at=row.due_at, delay=row.delay_seconds
+    )
+
+
+def apply_config_change(
+    partition: Partition,
+    before: PartitionConfig,
+    after: PartitionConfig,
+    *,
+    at: datetime,
+    actor: AbstractBaseUser | None,
+    revision_number: int,
+) -> None:
+    """Start, reset or cancel the partition's timers for one saved change (in its transaction)."""
+    rows = {
+        row.queue_path: row
+        for row in QuotaTimer.objects.select_for_update().filter(
+            partition=partition, status=TimerStatus.PENDING
+        )
+    }
+    pending = {path: as_engine_timer(row) for path, row in rows.items()}
+    wanted = engine.timers_after_save(before, after, pending, at)
+
+    for path, row in rows.items():
+        if wanted.get(path) == pending[path]:
+            continue
+        row.status = TimerStatus.CANCELLED if path not in wanted else TimerStatus.SUPERSEDED
+        row.ended_at = at
+        row.save(update_fields=["status", "ended_at"])
+        if path not in wanted:
+            _record(AuditKind.TIMER_CANCELLED, row, actor, at, "cancelled by the change")
+    for path, timer in sorted(wanted.items()):
+        if pending.get(path) == timer:
+            continue
+        row = QuotaTimer.objects.create(
+            partition=partition,
+            queue_path=path,
+            started_at=timer.started_at,
+            due_at=timer.due_at,
+            delay_seconds=timer.delay,
+            revision_number=revision_number,
+        )
+        kind = AuditKind.TIMER_RESET if path in pending else AuditKind.TIMER_STARTED
+        verb = "reset" if path in pending else "started"
+        _record(kind, row, actor, at, f"{verb}: due in {format_duration(timer.delay)}")
+
+
+def cancel_timer(timer_id: int, *, actor: AbstractBaseUser | None) -> QuotaTimer:
+    """An admin stops a pending timer before it falls due (audited)."""
+    now = timezone.now()
+    with transaction.atomic():
+        row = (
+            QuotaTimer.objects.select_for_update()
+            .select_related("partition")
+            .filter(id=timer_id, status=TimerStatus.PENDING)
+            .first()
+        )
+        if row is None:
+            raise TimerNotFound(f"no pending timer {timer_id}")
+        row.status = TimerStatus.CANCELLED
+        row.ended_at = now
+        row.save(update_fields=["status", "ended_at"])
+        _record(AuditKind.TIMER_CANCELLED, row, actor, now, "cancelled by an admin")
+    return row
+
+
+def _record(
+    kind: AuditKind, row: QuotaTimer, actor: AbstractBaseUser | None, at: datetime, what: str
+) -> None:
+    record_event(
+        kind,
+        actor=actor,
+        at=at,
+        partition_name=row.partition.name,
+        queue_path=row.queue_path,
+        object_type="timer",
+        object_id=str(row.pk),
+        summary=f"Quota timer of {row.queue_path} {what} (due {row.due_at:%Y-%m-%d %H:%M:%S} UTC)",
+        data={
+            "timer": row.pk,
+            "due_at": row.due_at.isoformat(),
+            "delay_seconds": row.delay_seconds,
+            "status": row.status,
+        },
+    )
