@@ -13,3 +13,7 @@ os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
 from scheduler_admin.settings import *  # noqa: F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast logins in tests
+
+# One test database per pytest process, so two runs on one machine (a developer's and CI's, or
+# parallel sessions) never drop each other's database. pytest-django removes it at the end.
+DATABASES["default"]["TEST"] = {"NAME": f"test_scheduler_admin_{os.getpid()}"}  # noqa: F405

@@ -165,6 +165,18 @@ def _fire_timer(row: QuotaTimer, now: datetime) -> PreemptionRun | None:
     except IntegrityError:
         # run_one_active_per_queue: a run on this queue started meanwhile. The timer stays
         # pending (the transaction rolled back) and is looked at again on the next sweep.
+        record_event(
+            AuditKind.RUN_SKIPPED,
+            actor=None,
+            at=now,
+            partition_name=row.partition.name,
+            queue_path=row.queue_path,
+            object_type="timer",
+            object_id=str(row.pk),
+            summary=f"Quota run of {row.queue_path} not started: another run on the queue "
+            "started first; the timer stays pending",
+            data={"timer": row.pk},
+        )
         return None
 
 
