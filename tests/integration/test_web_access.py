@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -90,3 +91,42 @@ def test_ensure_admin_takes_the_password_from_the_environment(monkeypatch):
     call_command("ensure_admin", "--username", "boss", stdout=out)
     assert "from-the-env-42" not in out.getvalue()
     assert get_user_model().objects.get(username="boss").check_password("from-the-env-42")
+
+
+def test_dashboard_shows_usage_the_pending_timer_and_runs(admin_client):
+    from scheduler_admin.cluster.services import ingest_cluster_state
+    from scheduler_admin.enforcement import runs
+    from scheduler_admin.queues import services
+    from scheduler_admin.queues.models import Partition, Queue
+
+    call_command("import_config", DEMO, stdout=io.StringIO())
+    partition = Partition.objects.get(name="default")
+    ingest_cluster_state(
+        partition,
+        {
+            "nodes": [{"name": "n1", "capacity": {"memory": "2Ti", "vcore": "500"}}],
+            "allocations": [
+                {"id": f"t{i}", "queue": "root.batch.nightly", "node": "n1",
+                 "resources": {"memory": "100Gi", "vcore": "10"}}
+                for i in range(4)
+            ],
+        },
+        actor=None,
+    )  # fmt: skip
+    nightly = Queue.objects.get(path="root.batch.nightly")
+    services.update_queue(
+        "default", nightly.path, version=nightly.version, actor=None, comment="shrink",
+        max={"memory": 200 * 1024**3, "vcore": 100_000},
+    )  # fmt: skip
+    page = admin_client.get("/").content.decode()
+    assert "memory 400Gi" in page and "over max" in page
+    assert re.search(r"due in (1m|[1-5]?[0-9]s)<", page)  # the 60 s delay counting down
+
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    [run_id] = runs.sweep_due_quota_timers(timezone.now() + timedelta(minutes=2))
+    runs.execute_run(run_id, worker="w")
+    page = admin_client.get("/").content.decode()
+    assert "root.batch.nightly" in page and "complete" in page and "No run yet" not in page
