@@ -92,6 +92,8 @@ def timers_after_save(
        as they are and are re-checked when due (``decide_due`` cancels them then).
     5. Turning the partition switch on starts no timer by itself (SPEC 4.1).
     6. Queues that no longer exist lose their timers.
+    7. A queue created by the change starts no timer (ours): it had nothing to enforce yet, and
+       an import would otherwise show a countdown on every queue that has a max.
     """
     old_hierarchy, new_hierarchy = Hierarchy(old), Hierarchy(new)
     enabled = new.settings.quota_preemption_enabled
@@ -99,10 +101,12 @@ def timers_after_save(
     for path in sorted(new_hierarchy.queues):
         queue = new_hierarchy.queues[path]
         before = old_hierarchy.queues.get(path)
+        if before is None:
+            continue  # rule 7: a new queue
         timer = pending.get(path)
         delay = _effective_delay(new_hierarchy, path)
-        old_delay = _effective_delay(old_hierarchy, path) if before is not None else 0
-        old_max: Mapping[str, int] = before.max if before is not None else {}
+        old_delay = _effective_delay(old_hierarchy, path)
+        old_max: Mapping[str, int] = before.max
         max_changed = dict(old_max) != dict(queue.max)
         own_delay_changed = _own_delay(before) != _own_delay(queue)
         delay_changed = delay != old_delay

@@ -261,6 +261,12 @@ class ManagedProcess:
             self._signal_group(signal.SIGKILL)
             return self.process.wait()
 
+    def kill(self) -> int:
+        """SIGKILL the whole group at once, as a crash or the OOM killer would: no shutdown code
+        runs, nothing is acknowledged or released. Waits for the leader; returns its exit code."""
+        self._signal_group(signal.SIGKILL)
+        return self.process.wait()
+
     def stop(self) -> int | None:
         """Stop the group if it is still running and kill any member left behind; idempotent."""
         if self._process is None:

@@ -202,10 +202,12 @@ def test_queues_that_disappear_lose_their_timers() -> None:
     assert timers_after_save(old, new, pending, T1) == {"root.p.b": timer("root.p.b", T0, 60)}
 
 
-def test_a_new_queue_with_a_max_starts_a_timer() -> None:
+def test_a_new_queue_starts_no_timer_but_changing_it_later_does() -> None:
     old = base()
     new = old.with_queue(QueueConfig.child_of("root.p", "n", max={"memory": GI}))
-    assert timers_after_save(old, new, {}, T0) == {"root.p.n": timer("root.p.n", T0, 300)}
+    assert timers_after_save(old, new, {}, T0) == {}
+    lowered = new.with_queue(QueueConfig.child_of("root.p", "n", max={"memory": GI // 2}))
+    assert timers_after_save(new, lowered, {}, T0) == {"root.p.n": timer("root.p.n", T0, 300)}
 
 
 # --------------------------------------------------------------------------------------------
