@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs the whole product on the embedded default: SQLite database, SQLite-backed Celery broker,
-# web (gunicorn) + Celery worker + Celery beat, an admin account and the demo partition.
+# web (gunicorn) + Celery worker + Celery beat, an admin account, the demo partition and a
+# simulated cluster that keeps changing (simulate_cluster --churn).
 # Ctrl-C stops all three and leaves no process behind. Called by `make run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +22,10 @@ fi
 "$PY" manage.py migrate --noinput -v 0
 "$PY" manage.py ensure_admin
 "$PY" manage.py import_config demo/queues.yaml --skip-existing --comment "Demo partition"
+# A simulated cluster for the demo partition (built once, kept on later runs): nodes, thousands of
+# tasks, pending asks. The churn process below keeps it moving and acknowledges evictions, since
+# no real cluster is connected.
+"$PY" manage.py simulate_cluster --partition default
 
 # Job control puts every background process in its own process group, so Ctrl-C reaches only
 # this script, which then stops each group (gunicorn and Celery workers fork children).
@@ -40,7 +45,7 @@ stop() {
   # tee): a write to it must not kill the script before the children are stopped.
   trap '' PIPE HUP
   say
-  say "Stopping web, worker and beat..."
+  say "Stopping web, worker, beat and the simulator..."
   for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
   for _ in $(seq 1 100); do
     alive=0
@@ -60,6 +65,7 @@ start worker .venv/bin/celery -A scheduler_admin worker --loglevel INFO --concur
   --hostname "worker@%h"
 start beat .venv/bin/celery -A scheduler_admin beat --loglevel INFO \
   --schedule var/celerybeat-schedule
+start sim "$PY" manage.py simulate_cluster --partition default --churn --interval 3
 
 for _ in $(seq 1 100); do
   "$PY" -c "import urllib.request,sys; urllib.request.urlopen('http://127.0.0.1:$PORT/healthz', timeout=1)" \
@@ -70,5 +76,5 @@ echo
 echo "Scheduler Admin is running at http://127.0.0.1:$PORT/  (sign in as ${ADMIN_USERNAME:-admin}; Ctrl-C stops it)"
 echo
 
-# Stop everything as soon as any of the three exits on its own.
+# Stop everything as soon as any of them exits on its own.
 wait -n "${pids[@]}" || true

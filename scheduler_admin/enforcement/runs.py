@@ -461,7 +461,7 @@ def _plan_run(run: PreemptionRun, token: int) -> None:
     plan = plan_quota(state, run.queue_path, now)
     with transaction.atomic():
         _check_token(run, token, now)
-        _store_plan(run, plan)
+        vanished = _store_plan(run, plan)
         record_event(
             AuditKind.RUN_PLANNED,
             actor=None,
@@ -477,12 +477,19 @@ def _plan_run(run: PreemptionRun, token: int) -> None:
                 "victims": list(plan.victims),
                 "targets": {k: dict(v) for k, v in plan.targets.items()},
                 "freed": dict(plan.freed),
+                "vanished_before_eviction": vanished,
                 "fence_token": token,
             },
         )
 
 
-def _store_plan(run: PreemptionRun, plan: Plan) -> None:
+def _store_plan(run: PreemptionRun, plan: Plan) -> list[str]:
+    """Store the plan's victims and explanations on the run; returns the victims that vanished.
+
+    The cluster keeps pushing state while a run plans: a victim whose allocation was removed in
+    between has already freed its resources, so it is left out of the victim list (and named in
+    the audit event) instead of failing the run.
+    """
     by_id = {}
     if plan.victims:
         by_id = {
@@ -491,6 +498,7 @@ def _store_plan(run: PreemptionRun, plan: Plan) -> None:
                 partition=run.partition, external_id__in=plan.victims
             ).values_list("external_id", "queue_path", "node_name", "resources")
         }
+    present = [victim for victim in plan.victims if victim in by_id]
     RunVictim.objects.bulk_create(
         [
             RunVictim(
@@ -501,7 +509,7 @@ def _store_plan(run: PreemptionRun, plan: Plan) -> None:
                 node_name=by_id[victim][2],
                 resources=by_id[victim][3],
             )
-            for index, victim in enumerate(plan.victims)
+            for index, victim in enumerate(present)
         ]
     )
     run.planned = True
@@ -516,6 +524,7 @@ def _store_plan(run: PreemptionRun, plan: Plan) -> None:
             "planned", "outcome", "node", "targets", "freed", "nominations", "explanations",
         ]
     )  # fmt: skip
+    return [victim for victim in plan.victims if victim not in by_id]
 
 
 def _preempt_victim(run: PreemptionRun, victim: RunVictim, token: int) -> None:

@@ -264,3 +264,24 @@ def test_acknowledging_an_eviction_releases_the_task_once(partition):
     acknowledge_eviction(order.pk, actor=None)
     assert Allocation.objects.get(external_id=order.allocation_id).state == "released"
     assert AuditEvent.objects.filter(kind=AuditKind.EVICTION_ACKNOWLEDGED).count() == 1
+
+
+def test_a_victim_removed_by_the_cluster_while_the_run_plans_is_left_out(partition):
+    lower_team_max(100)
+    [run_id] = runs.sweep_due_quota_timers(START + timedelta(seconds=2))
+    with time_machine.travel(START + timedelta(seconds=3), tick=False):
+        token = runs.claim_run(run_id, worker="w1")
+        run = PreemptionRun.objects.get(pk=run_id)
+        state = runs.load_cluster_state(partition)
+        plan = runs.plan_quota(state, "root.team", START)
+        # The task finished and the cluster removed it between planning and storing.
+        ingest_cluster_state(partition, {"remove": {"allocations": ["b1"]}}, actor=None)
+        assert "b1" in plan.victims
+        assert runs._store_plan(run, plan) == ["b1"]
+    stored = list(run.victims.order_by("position").values_list("allocation_id", flat=True))
+    assert stored == [v for v in plan.victims if v != "b1"]
+    with time_machine.travel(START + timedelta(seconds=4), tick=False):
+        for victim in run.victims.order_by("position"):
+            runs._preempt_victim(run, victim, token)
+        runs._finish_run(run, token)
+    assert PreemptionRun.objects.get(pk=run_id).status == RunStatus.FINISHED

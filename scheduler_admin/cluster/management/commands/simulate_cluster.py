@@ -198,16 +198,17 @@ class Command(BaseCommand):
             except OrderNotFound:  # deleted meanwhile: nothing left to acknowledge
                 continue
             acknowledged += 1
-        scheduled = sum(1 for a in body["allocations"] if a["id"] in body["remove"]["asks"])
+        removed_asks = set(body["remove"]["asks"])
+        scheduled = sum(1 for a in body["allocations"] if a["id"] in removed_asks)
         released = sum(1 for t in snapshot.allocations if t.state == "released")
         finished = len(body["remove"]["allocations"]) - released
         running = sum(1 for t in snapshot.allocations if t.state == "running")
         running += len(body["allocations"]) - finished
-        pending_asks = len(snapshot.asks) + len(body["asks"]) - len(body["remove"]["asks"])
+        pending_asks = len(snapshot.asks) + len(body["asks"]) - len(removed_asks)
         return (
-            f"{now:%H:%M:%S} step {number}: +{len(body['allocations']) - scheduled} tasks, "
-            f"{scheduled} asks scheduled, -{finished} finished, -{released} evicted pods gone, "
-            f"{acknowledged} evictions acknowledged; {running} running, "
+            f"{now:%H:%M:%S} step {number}: {len(body['allocations']) - scheduled} started, "
+            f"{finished} finished, {scheduled} asks scheduled, {released} evicted pods gone, "
+            f"{acknowledged} evictions acknowledged | {running} running, "
             f"{pending_asks} asks pending"
         )
 
