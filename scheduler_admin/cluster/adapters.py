@@ -104,14 +104,17 @@ def _ask(row: tuple) -> model.Ask:
 
 
 def queue_usage(partition: Partition) -> dict[str, dict[str, int]]:
-    """Usage of every queue of the partition (subtree sums of running allocations).
+    """Usage of every queue as admins see it (SPEC 3.3): running and preempting allocations of
+    its subtree. A victim stops counting once its eviction is acknowledged (``released``); the
+    engine, by contrast, counts preempting allocations as gone already (SPEC 4.0).
 
-    One aggregate pass: only ``queue_path`` and ``resources`` of running rows are read, summed per
-    leaf, then rolled up the tree by the engine's hierarchy.
+    One aggregate pass: only ``queue_path`` and ``resources`` are read, summed per leaf, then
+    rolled up the tree by the engine's hierarchy.
     """
     config = partition.current_config()
     rows = Allocation.objects.filter(
-        partition=partition, state=AllocationState.RUNNING
+        partition=partition,
+        state__in=[AllocationState.RUNNING, AllocationState.PREEMPTING],
     ).values_list("queue_path", "resources")
     per_leaf: dict[str, dict[str, int]] = {}
     for queue_path, resources in rows.iterator(chunk_size=5000):

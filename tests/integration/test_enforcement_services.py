@@ -285,3 +285,15 @@ def test_a_victim_removed_by_the_cluster_while_the_run_plans_is_left_out(partiti
             runs._preempt_victim(run, victim, token)
         runs._finish_run(run, token)
     assert PreemptionRun.objects.get(pk=run_id).status == RunStatus.FINISHED
+
+
+def test_a_victim_counts_towards_displayed_usage_until_its_eviction_is_acknowledged(partition):
+    from scheduler_admin.cluster.adapters import queue_usage
+
+    lower_team_max(100)
+    [run_id] = runs.sweep_due_quota_timers(START + timedelta(seconds=2))
+    runs.execute_run(run_id, worker="w1")
+    assert queue_usage(partition)["root.team"] == {"memory": 180 * GB}  # preempting still shown
+    for order in EvictionOrder.objects.all():
+        acknowledge_eviction(order.pk, actor=None)
+    assert queue_usage(partition)["root.team"] == {"memory": 70 * GB}  # a1 (30G) and b3 (40G)
