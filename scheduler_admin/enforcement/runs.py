@@ -65,6 +65,40 @@ def _enqueue(run_id: int) -> None:
     execute_run.delay_on_commit(run_id)
 
 
+def _run_event(
+    kind: AuditKind, run: PreemptionRun, *, at: datetime, summary: str, data: dict
+) -> None:
+    """Audit one step of a run (the system acts; names stored as text)."""
+    record_event(
+        kind,
+        actor=None,
+        at=at,
+        partition_name=run.partition.name,
+        queue_path=run.queue_path,
+        object_type="run",
+        object_id=str(run.pk),
+        summary=summary,
+        data=data,
+    )
+
+
+def _timer_event(
+    kind: AuditKind, row: QuotaTimer, *, at: datetime, summary: str, data: dict
+) -> None:
+    """Audit what a sweep did with a timer."""
+    record_event(
+        kind,
+        actor=None,
+        at=at,
+        partition_name=row.partition.name,
+        queue_path=row.queue_path,
+        object_type="timer",
+        object_id=str(row.pk),
+        summary=summary,
+        data=data,
+    )
+
+
 def active_run_queues(partition: Partition) -> set[str]:
     return set(
         PreemptionRun.objects.filter(
@@ -148,14 +182,10 @@ def _fire_timer(row: QuotaTimer, now: datetime) -> PreemptionRun | None:
                 timer=row,
                 created_at=now,
             )
-            record_event(
+            _run_event(
                 AuditKind.RUN_STARTED,
-                actor=None,
+                run,
                 at=now,
-                partition_name=row.partition.name,
-                queue_path=row.queue_path,
-                object_type="run",
-                object_id=str(run.pk),
                 summary=f"Quota preemption run {run.pk} of {row.queue_path} started "
                 f"(timer {row.pk} fell due at {row.due_at:%H:%M:%S} UTC)",
                 data={"run": run.pk, "timer": row.pk, "policy": run.policy},
@@ -165,14 +195,10 @@ def _fire_timer(row: QuotaTimer, now: datetime) -> PreemptionRun | None:
     except IntegrityError:
         # run_one_active_per_queue: a run on this queue started meanwhile. The timer stays
         # pending (the transaction rolled back) and is looked at again on the next sweep.
-        record_event(
+        _timer_event(
             AuditKind.RUN_SKIPPED,
-            actor=None,
+            row,
             at=now,
-            partition_name=row.partition.name,
-            queue_path=row.queue_path,
-            object_type="timer",
-            object_id=str(row.pk),
             summary=f"Quota run of {row.queue_path} not started: another run on the queue "
             "started first; the timer stays pending",
             data={"timer": row.pk},
@@ -190,14 +216,10 @@ def _defer_timer(row: QuotaTimer, now: datetime, active: set[str]) -> None:
         ).update(deferred_since=now)
         if updated:
             blockers = sorted(q for q in active if _related(q, row.queue_path))
-            record_event(
+            _timer_event(
                 AuditKind.TIMER_DEFERRED,
-                actor=None,
+                row,
                 at=now,
-                partition_name=row.partition.name,
-                queue_path=row.queue_path,
-                object_type="timer",
-                object_id=str(row.pk),
                 summary=f"Quota timer of {row.queue_path} deferred: a run is active on "
                 f"{', '.join(blockers)}",
                 data={"timer": row.pk, "blocking_runs_on": blockers},
@@ -224,14 +246,10 @@ def _end_timer(row: QuotaTimer, now: datetime, status: TimerStatus) -> None:
                 if status == TimerStatus.CANCELLED
                 else "its usage is within max"
             )
-            record_event(
+            _timer_event(
                 kind,
-                actor=None,
+                row,
                 at=now,
-                partition_name=row.partition.name,
-                queue_path=row.queue_path,
-                object_type="timer",
-                object_id=str(row.pk),
                 summary=f"Quota timer of {row.queue_path} ended without a run: {why}",
                 data={"timer": row.pk, "status": status},
             )
@@ -330,14 +348,10 @@ def _start_ask_run(
             )
             _store_plan(run, plan)
             _reserve_nodes(partition, ask, plan)
-            record_event(
+            _run_event(
                 AuditKind.RUN_STARTED,
-                actor=None,
+                run,
                 at=now,
-                partition_name=partition.name,
-                queue_path=ask.queue,
-                object_type="run",
-                object_id=str(run.pk),
                 summary=f"{plan.policy} run {run.pk} for {trigger} {trigger_id}: "
                 f"{len(plan.victims)} victims on {plan.node or 'several nodes'}",
                 data={"run": run.pk, "policy": str(plan.policy), "victims": list(plan.victims)},
@@ -422,14 +436,10 @@ def claim_run(run_id: int, *, worker: str, now: datetime | None = None) -> int |
             ]
         )  # fmt: skip
         if resumed:
-            record_event(
+            _run_event(
                 AuditKind.RUN_RESUMED,
-                actor=None,
+                run,
                 at=now,
-                partition_name=run.partition.name,
-                queue_path=run.queue_path,
-                object_type="run",
-                object_id=str(run.pk),
                 summary=f"Run {run.pk} resumed by {worker} (attempt {run.attempt}) after its "
                 "previous worker's lease expired",
                 data={"run": run.pk, "attempt": run.attempt, "fence_token": lock.token},
@@ -462,14 +472,10 @@ def _plan_run(run: PreemptionRun, token: int) -> None:
     with transaction.atomic():
         _check_token(run, token, now)
         vanished = _store_plan(run, plan)
-        record_event(
+        _run_event(
             AuditKind.RUN_PLANNED,
-            actor=None,
+            run,
             at=now,
-            partition_name=run.partition.name,
-            queue_path=run.queue_path,
-            object_type="run",
-            object_id=str(run.pk),
             summary=f"Run {run.pk} planned: {plan.outcome}, {len(plan.victims)} victims",
             data={
                 "run": run.pk,
@@ -587,14 +593,10 @@ def _finish_run(run: PreemptionRun, token: int) -> None:
         )
         victims = run.victims.count()
         run.refresh_from_db(fields=["outcome"])
-        record_event(
+        _run_event(
             AuditKind.RUN_FINISHED,
-            actor=None,
+            run,
             at=now,
-            partition_name=run.partition.name,
-            queue_path=run.queue_path,
-            object_type="run",
-            object_id=str(run.pk),
             summary=f"Run {run.pk} of {run.queue_path} finished: {run.outcome}, "
             f"{victims} victims preempted",
             data={"run": run.pk, "outcome": run.outcome, "victims": victims, "fence_token": token},
