@@ -50,6 +50,11 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "scheduler_admin.accounts",
     "scheduler_admin.audit",
     "scheduler_admin.queues",
@@ -163,6 +168,54 @@ SECURE_PROXY_SSL_HEADER = (
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+
+# --- REST API ---------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    # Token first, so an anonymous request gets 401 with a WWW-Authenticate header.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["scheduler_admin.api.permissions.RolePermission"],
+    "DEFAULT_FILTER_BACKENDS": [
+        "django_filters.rest_framework.DjangoFilterBackend",
+        "rest_framework.filters.OrderingFilter",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "scheduler_admin.api.pagination.StandardPagination",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "scheduler_admin.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["scheduler_admin.api.throttling.WriteRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {
+        "writes": env.str("API_WRITE_RATE", "600/min"),
+        "token": env.str("API_TOKEN_RATE", "20/min"),
+    },
+    # Formats are chosen by path suffix or Accept, never by ?format= (SPEC 7).
+    "URL_FORMAT_OVERRIDE": None,
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
+    + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Scheduler Admin API",
+    "DESCRIPTION": "Queue quotas, preemption and audit for a batch cluster (SPEC 7).",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",  # assets served from the installed package: no CDN
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "scheduler_admin.api.schema.add_error_responses",
+    ],
+    "ENUM_NAME_OVERRIDES": {
+        "AskPolicyEnum": ["inter_queue", "priority"],
+        "RunStatusEnum": "scheduler_admin.enforcement.models.RunStatus",
+        "TimerStatusEnum": "scheduler_admin.enforcement.models.TimerStatus",
+        "EvictionStatusEnum": "scheduler_admin.enforcement.models.EvictionStatus",
+        "AllocationStateEnum": "scheduler_admin.cluster.models.AllocationState",
+        "AskStateEnum": "scheduler_admin.cluster.models.AskState",
+    },
+}
 
 # --- Product settings ---------------------------------------------------------------------------
 # The largest queues.yaml accepted on import, in bytes (SPEC 6).

@@ -151,7 +151,13 @@ class _Checker:
             except ValueError:
                 pass
             else:
-                return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
+                if moment.tzinfo is None:
+                    return moment.replace(tzinfo=UTC)
+                try:  # PostgreSQL stores offsets up to ±15:59 only: keep every time in UTC
+                    return moment.astimezone(UTC)
+                except (OverflowError, ValueError):
+                    self.fail(path, "is out of the supported time range")
+                    return DEFAULT_CREATED_AT
         self.fail(path, "must be an ISO 8601 time such as 2026-01-01T12:00:00Z")
         return DEFAULT_CREATED_AT
 

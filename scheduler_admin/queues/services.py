@@ -163,6 +163,8 @@ def revert_config(
 
 
 def get_partition(name: str) -> Partition:
+    if "\x00" in name:  # PostgreSQL text cannot hold NUL: no partition can have this name
+        raise NotFound(f"partition {name!r} does not exist")
     try:
         return Partition.objects.get(name=name)
     except Partition.DoesNotExist:

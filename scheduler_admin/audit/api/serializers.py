@@ -1,0 +1,31 @@
+"""Audit events as the API shows them: the stored names under their short public names."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from scheduler_admin.audit.models import AuditEvent
+
+
+class AuditEventSerializer(serializers.ModelSerializer):
+    """One audit event (read-only: the audit trail is append-only and written by services)."""
+
+    actor = serializers.CharField(source="actor_name", read_only=True)
+    partition = serializers.CharField(source="partition_name", read_only=True)
+    queue = serializers.CharField(source="queue_path", read_only=True)
+
+    class Meta:
+        model = AuditEvent
+        fields = [
+            "id",
+            "created_at",
+            "kind",
+            "actor",
+            "partition",
+            "queue",
+            "object_type",
+            "object_id",
+            "summary",
+            "data",
+        ]
+        read_only_fields = fields

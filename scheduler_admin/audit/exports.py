@@ -1,0 +1,402 @@
+"""Audit exports (SPEC 7): CSV and JSON streamed, PDF as a bounded, readable report.
+
+CSV and JSON read the filtered queryset through ``values_list(...).iterator(chunk_size=...)``, so
+an export of any size holds one database chunk and one output buffer in memory, never the whole
+result (on PostgreSQL ``iterator`` uses a server-side cursor). Rows are buffered into pieces of
+about ``STREAM_PIECE_CHARS`` so the server writes a few large pieces rather than one per row.
+
+The PDF is rendered in memory, so it is capped at ``PDF_MAX_ROWS`` (newest first) and says so
+when more events matched; the summary counts always cover every matching event.
+
+Nothing here reads the clock: the caller passes ``now`` (STYLE habit 1).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+from django.db.models import Count, QuerySet
+from django.http import HttpResponse, StreamingHttpResponse
+from reportlab import rl_config
+from reportlab.lib import colors
+from reportlab.lib.pagesizes import A4, landscape
+from reportlab.lib.styles import ParagraphStyle
+from reportlab.lib.units import mm
+from reportlab.pdfbase import pdfmetrics
+from reportlab.pdfbase.ttfonts import TTFont
+from reportlab.platypus import (
+    BaseDocTemplate,
+    Frame,
+    NextPageTemplate,
+    PageBreak,
+    PageTemplate,
+    Paragraph,
+    Spacer,
+    Table,
+    TableStyle,
+)
+
+from scheduler_admin.audit.models import AuditEvent, AuditKind
+
+#: Rows fetched per database round trip while streaming.
+CHUNK_SIZE = 2000
+#: Roughly how many characters the streams hand to the server at a time.
+STREAM_PIECE_CHARS = 64 * 1024
+#: The most rows the PDF report lists (newest first).
+PDF_MAX_ROWS = 5000
+PDF_TITLE = "Scheduler Admin — audit report"
+
+# (model field, exported name), in export order. The JSON export adds the id first.
+_EXPORT_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("created_at", "created_at"),
+    ("kind", "kind"),
+    ("actor_name", "actor"),
+    ("partition_name", "partition"),
+    ("queue_path", "queue"),
+    ("object_type", "object_type"),
+    ("object_id", "object_id"),
+    ("summary", "summary"),
+    ("data", "data"),
+)
+CSV_HEADER: tuple[str, ...] = tuple(name for _, name in _EXPORT_COLUMNS)
+JSON_KEYS: tuple[str, ...] = ("id", *CSV_HEADER)
+
+# A spreadsheet evaluates a cell starting with one of these as a formula (OWASP "CSV Injection").
+_FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def export_filename(extension: str, now: datetime) -> str:
+    """``audit-20240501T120000Z.csv``: the UTC time the export was made."""
+    return f"audit-{now.astimezone(UTC):%Y%m%dT%H%M%SZ}.{extension}"
+
+
+def iso(value: datetime) -> str:
+    """UTC ISO 8601 with a ``Z``, as the API's own datetime fields render it."""
+    text = value.astimezone(UTC).isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text
+
+
+def neutralise(cell: str) -> str:
+    """Prefix ``'`` to a cell a spreadsheet would read as a formula; other cells are unchanged."""
+    return f"'{cell}" if cell.startswith(_FORMULA_TRIGGERS) else cell
+
+
+def _json_text(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def _rows(queryset: QuerySet[AuditEvent], *fields: str) -> Iterator[tuple]:
+    return queryset.values_list(*fields).iterator(chunk_size=CHUNK_SIZE)
+
+
+def _pieces(parts: Iterable[str]) -> Iterator[str]:
+    """Join small strings into pieces of about ``STREAM_PIECE_CHARS``."""
+    buffer: list[str] = []
+    size = 0
+    for part in parts:
+        buffer.append(part)
+        size += len(part)
+        if size >= STREAM_PIECE_CHARS:
+            yield "".join(buffer)
+            buffer, size = [], 0
+    if buffer:
+        yield "".join(buffer)
+
+
+# --- CSV ------------------------------------------------------------------------------------------
+
+
+def csv_lines(queryset: QuerySet[AuditEvent]) -> Iterator[str]:
+    """The header, then one CSV record per event, every cell neutralised."""
+    out = io.StringIO()
+    # Every cell quoted and every cell neutralised, as OWASP recommends for spreadsheet exports.
+    writer = csv.writer(out, quoting=csv.QUOTE_ALL)
+
+    def record(cells: Sequence[str]) -> str:
+        writer.writerow([neutralise(cell) for cell in cells])
+        line = out.getvalue()
+        out.seek(0)
+        out.truncate()
+        return line
+
+    yield record(CSV_HEADER)
+    for row in _rows(queryset, *(field for field, _ in _EXPORT_COLUMNS)):
+        created_at, *texts, data = row
+        yield record([iso(created_at), *texts, _json_text(data)])
+
+
+def csv_response(queryset: QuerySet[AuditEvent], *, now: datetime) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(
+        _pieces(csv_lines(queryset)), content_type="text/csv; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{export_filename("csv", now)}"'
+    return response
+
+
+# --- JSON -----------------------------------------------------------------------------------------
+
+
+def json_parts(queryset: QuerySet[AuditEvent]) -> Iterator[str]:
+    """A JSON array of event objects, written element by element (``[]`` when empty)."""
+    yield "["
+    separator = ""
+    for row in _rows(queryset, "id", *(field for field, _ in _EXPORT_COLUMNS)):
+        event = dict(zip(JSON_KEYS, row, strict=True))
+        event["created_at"] = iso(event["created_at"])
+        yield separator + json.dumps(event, ensure_ascii=False, separators=(",", ":"))
+        separator = ",\n"
+    yield "]\n"
+
+
+def json_response(queryset: QuerySet[AuditEvent], *, now: datetime) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(
+        _pieces(json_parts(queryset)), content_type="application/json; charset=utf-8"
+    )
+    response["Content-Disposition"] = f'attachment; filename="{export_filename("json", now)}"'
+    return response
+
+
+# --- PDF ------------------------------------------------------------------------------------------
+
+_FONT, _FONT_BOLD = "AuditVera", "AuditVera-Bold"
+#: Event rows per table flowable. One long table costs reportlab time that grows faster than its
+#: rows (each page split re-measures the remainder); short tables keep the report linear.
+_ROWS_PER_TABLE = 40
+#: Longest summary printed in the PDF, so that no row is taller than a page.
+_PDF_SUMMARY_CHARS = 1000
+_CONTROL_CHARS = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127], " ")
+
+_PAGE = landscape(A4)
+_MARGIN = 12 * mm
+_WIDTH = _PAGE[0] - 2 * _MARGIN
+_EVENT_COLUMNS = [32 * mm, 38 * mm, 30 * mm, 50 * mm]
+_EVENT_COLUMNS.append(_WIDTH - sum(_EVENT_COLUMNS))
+_CELL_PADDING = 4
+_HEADINGS = ("Time (UTC)", "Kind", "Actor", "Queue", "Summary")
+
+
+def _register_fonts() -> None:
+    """Bitstream Vera ships inside reportlab: a TrueType font, so text outside Latin-1 (the
+    em dash, accented names) renders and extracts correctly, with no system fonts needed."""
+    if _FONT in pdfmetrics.getRegisteredFontNames():
+        return
+    fonts = Path(rl_config.__file__).parent / "fonts"
+    pdfmetrics.registerFont(TTFont(_FONT, str(fonts / "Vera.ttf")))
+    pdfmetrics.registerFont(TTFont(_FONT_BOLD, str(fonts / "VeraBd.ttf")))
+    pdfmetrics.registerFontFamily(_FONT, normal=_FONT, bold=_FONT_BOLD)
+
+
+class _Styles:
+    def __init__(self) -> None:
+        self.body = ParagraphStyle("body", fontName=_FONT, fontSize=9, leading=11.5)
+        self.cell = ParagraphStyle("cell", parent=self.body, fontSize=7.5, leading=9.5)
+        self.head = ParagraphStyle("head", parent=self.cell, fontName=_FONT_BOLD)
+        self.title = ParagraphStyle(
+            "title", parent=self.body, fontName=_FONT_BOLD, fontSize=16, leading=20
+        )
+        self.heading = ParagraphStyle(
+            "heading",
+            parent=self.body,
+            fontName=_FONT_BOLD,
+            fontSize=11,
+            leading=14,
+            spaceBefore=8,
+            spaceAfter=2,
+        )
+        self.grid = TableStyle(
+            [
+                # For plain-string cells; Paragraph cells carry their own style.
+                ("FONT", (0, 0), (-1, -1), _FONT, self.cell.fontSize, self.cell.leading),
+                ("VALIGN", (0, 0), (-1, -1), "TOP"),
+                ("GRID", (0, 0), (-1, -1), 0.25, colors.grey),
+                ("LEFTPADDING", (0, 0), (-1, -1), _CELL_PADDING),
+                ("RIGHTPADDING", (0, 0), (-1, -1), _CELL_PADDING),
+                ("TOPPADDING", (0, 0), (-1, -1), 2),
+                ("BOTTOMPADDING", (0, 0), (-1, -1), 2),
+            ]
+        )
+        self.grid_with_head = TableStyle(
+            [("BACKGROUND", (0, 0), (-1, 0), colors.HexColor("#e8e8e8"))], parent=self.grid
+        )
+
+
+def _para(text: str, style: ParagraphStyle) -> Paragraph:
+    """Text as a Paragraph: escaped (a summary's ``<b>`` is text, not markup), control
+    characters blanked (the paragraph parser rejects some)."""
+    return Paragraph(escape(text.translate(_CONTROL_CHARS)), style)
+
+
+def pdf_report(
+    queryset: QuerySet[AuditEvent],
+    filters: Sequence[tuple[str, str]],
+    *,
+    now: datetime,
+    max_rows: int | None = None,
+) -> bytes:
+    """Render the report and return the PDF's bytes.
+
+    Steps: count the matching events per kind (over all of them); read at most ``max_rows``
+    (default ``PDF_MAX_ROWS``) of them, newest first; lay out a first page with the title,
+    generation time, filters, counts and a note saying whether the list is complete; then the
+    event pages, whose column headings are drawn by the page template (so they repeat on every
+    page while the rows come in short tables); number every page in the footer.
+    """
+    _register_fonts()
+    max_rows = PDF_MAX_ROWS if max_rows is None else max_rows
+    styles = _Styles()
+    counts = list(
+        queryset.order_by().values_list("kind").annotate(total=Count("id")).order_by("kind")
+    )
+    matched = sum(total for _, total in counts)
+    rows = list(
+        queryset.values_list(
+            "created_at", "kind", "actor_name", "partition_name", "queue_path", "summary"
+        )[:max_rows]
+    )
+
+    story: list[Any] = [
+        _para(PDF_TITLE, styles.title),
+        Spacer(1, 2 * mm),
+        _para(f"Generated {now.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC", styles.body),
+        _para("Filters", styles.heading),
+    ]
+    if filters:
+        story += [_para(f"{name}: {value}", styles.body) for name, value in filters]
+    else:
+        story.append(_para("none", styles.body))
+    story += [_para("Summary", styles.heading), _summary_table(counts, matched, styles)]
+    story.append(_para("Events", styles.heading))
+    if not rows:
+        story.append(_para("No events match.", styles.body))
+    elif len(rows) < matched:
+        story.append(
+            _para(
+                f"Truncated: showing the newest {len(rows):,} of {matched:,} matching events "
+                "(on the following pages). Use the CSV or JSON export for all of them.",
+                styles.body,
+            )
+        )
+    else:
+        story.append(
+            _para(
+                f"All {matched:,} matching events, newest first, on the following pages.",
+                styles.body,
+            )
+        )
+    if rows:
+        story += [NextPageTemplate("events"), PageBreak()]
+        story += _event_tables(rows, styles)
+
+    output = io.BytesIO()
+    _document(output, now, styles).build(story)
+    return output.getvalue()
+
+
+def _summary_table(counts: list[tuple[str, int]], matched: int, styles: _Styles) -> Table:
+    labels = dict(AuditKind.choices)
+    cell, head = styles.cell, styles.head
+    data = [[_para("Kind", head), _para("Description", head), _para("Events", head)]]
+    data += [
+        [_para(kind, cell), _para(labels.get(kind, ""), cell), _para(f"{n:,}", cell)]
+        for kind, n in counts
+    ]
+    data.append([_para("Total", head), _para("", cell), _para(f"{matched:,}", head)])
+    table = Table(data, colWidths=[55 * mm, 70 * mm, 25 * mm], hAlign="LEFT")
+    table.setStyle(styles.grid_with_head)
+    return table
+
+
+def _event_tables(rows: list[tuple], styles: _Styles) -> list[Table]:
+    tables = []
+    for start in range(0, len(rows), _ROWS_PER_TABLE):
+        data = []
+        for created_at, kind, actor, partition, queue, summary in rows[
+            start : start + _ROWS_PER_TABLE
+        ]:
+            where = f"{partition}: {queue}" if partition and queue else partition or queue
+            if len(summary) > _PDF_SUMMARY_CHARS:
+                summary = summary[: _PDF_SUMMARY_CHARS - 1] + "…"
+            texts = (f"{created_at.astimezone(UTC):%Y-%m-%d %H:%M:%S}", kind, actor, where, summary)
+            data.append(
+                [
+                    _cell(text, width, styles.cell)
+                    for text, width in zip(texts, _EVENT_COLUMNS, strict=True)
+                ]
+            )
+        table = Table(data, colWidths=_EVENT_COLUMNS, hAlign="LEFT")
+        table.setStyle(styles.grid)
+        tables.append(table)
+    return tables
+
+
+def _cell(text: str, width: float, style: ParagraphStyle) -> str | Paragraph:
+    """A plain string when the text fits on one line, else a Paragraph that wraps it. Most cells
+    fit, and a string costs reportlab far less to lay out than a Paragraph."""
+    text = " ".join(text.translate(_CONTROL_CHARS).split())  # a Paragraph collapses it too
+    if pdfmetrics.stringWidth(text, style.fontName, style.fontSize) <= width - 2 * _CELL_PADDING:
+        return text
+    return _para(text, style)
+
+
+def _document(output: io.BytesIO, now: datetime, styles: _Styles) -> BaseDocTemplate:
+    """A first-page template, and an event-page template that draws the column headings above
+    its frame; both draw the footer with the page number."""
+    generated = f"{now.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    top = _PAGE[1] - _MARGIN
+    bottom = 16 * mm
+    headings = Table([[_para(text, styles.head) for text in _HEADINGS]], colWidths=_EVENT_COLUMNS)
+    headings.setStyle(styles.grid_with_head)
+    _, headings_height = headings.wrap(_WIDTH, top - bottom)
+
+    def footer(canvas: Any, doc: BaseDocTemplate) -> None:
+        canvas.saveState()
+        canvas.setFont(_FONT, 8)
+        canvas.drawString(_MARGIN, 8 * mm, f"{PDF_TITLE} · generated {generated}")
+        canvas.drawRightString(_PAGE[0] - _MARGIN, 8 * mm, f"Page {canvas.getPageNumber()}")
+        canvas.restoreState()
+
+    def event_page(canvas: Any, doc: BaseDocTemplate) -> None:
+        footer(canvas, doc)
+        headings.drawOn(canvas, _MARGIN, top - headings_height)
+
+    def frame(height: float, name: str) -> Frame:
+        # No padding, so the rows' grid lines meet the headings' exactly.
+        return Frame(
+            _MARGIN,
+            bottom,
+            _WIDTH,
+            height,
+            id=name,
+            leftPadding=0,
+            rightPadding=0,
+            topPadding=0,
+            bottomPadding=0,
+        )
+
+    return BaseDocTemplate(
+        output,
+        pagesize=_PAGE,
+        title=PDF_TITLE,
+        author="Scheduler Admin",
+        pageTemplates=[
+            PageTemplate("first", [frame(top - bottom, "first")], onPage=footer),
+            PageTemplate(
+                "events", [frame(top - bottom - headings_height, "events")], onPage=event_page
+            ),
+        ],
+    )
+
+
+def pdf_response(
+    queryset: QuerySet[AuditEvent], filters: Sequence[tuple[str, str]], *, now: datetime
+) -> HttpResponse:
+    response = HttpResponse(pdf_report(queryset, filters, now=now), content_type="application/pdf")
+    response["Content-Disposition"] = f'attachment; filename="{export_filename("pdf", now)}"'
+    return response

@@ -1,0 +1,235 @@
+"""Cluster-state API (SPEC 7): the bulk ``cluster-state`` write and read-only lists per partition.
+
+Views declare (queryset, serializer, filterset); the one write calls
+``cluster.services.ingest_cluster_state``, which validates the whole body and raises
+``IngestErrors`` (400 with field paths) or writes everything in one transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from functools import cached_property
+from itertools import islice
+from typing import Any
+
+from django.db.models import Count, QuerySet
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.openapi import AutoSchema
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from rest_framework import viewsets
+from rest_framework.exceptions import NotFound
+from rest_framework.filters import OrderingFilter
+from rest_framework.parsers import JSONParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+from rest_framework.views import APIView
+
+from scheduler_admin.api.permissions import OPERATOR, VIEWER
+from scheduler_admin.cluster import filtersets
+from scheduler_admin.cluster.api import serializers
+from scheduler_admin.cluster.models import Allocation, Application, Ask, DisruptionBudget, Node
+from scheduler_admin.cluster.services import IngestErrors, ingest_cluster_state
+from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.services import get_partition
+
+
+def _error(description: str) -> OpenApiResponse:
+    return OpenApiResponse(serializers.ErrorSerializer, description=description)
+
+
+READ_ERRORS = {
+    401: _error("Not authenticated."),
+    403: _error("Your role does not allow this."),
+    404: _error("Unknown partition or object."),
+}
+LIST_ERRORS = {**READ_ERRORS, 400: _error("A filter value is not valid; `errors` names it.")}
+WRITE_ERRORS = {
+    **READ_ERRORS,
+    400: _error("The body is not valid; `errors` maps each field path to its messages."),
+    429: _error("Too many writes; retry later."),
+}
+
+
+def document_reads(
+    noun: str, serializer: type[BaseSerializer], *, detail_parameters: list | None = None
+) -> Callable:
+    """OpenAPI summaries and error responses for a read-only viewset."""
+    return extend_schema_view(
+        list=extend_schema(
+            summary=f"List {noun}s", responses={200: serializer(many=True), **LIST_ERRORS}
+        ),
+        retrieve=extend_schema(
+            summary=f"One {noun}",
+            parameters=detail_parameters,
+            responses={200: serializer, **READ_ERRORS},
+        ),
+    )
+
+
+class StableOrderingFilter(OrderingFilter):
+    """``?ordering=`` that always ends with the primary key, so pages neither overlap nor skip
+    rows when the chosen field has ties."""
+
+    def get_ordering(self, request: Request, queryset: QuerySet, view: APIView) -> list[str]:
+        ordering = list(super().get_ordering(request, queryset, view) or [])
+        if ordering and not {"pk", "-pk", "id", "-id"} & set(ordering):
+            ordering.append("pk")
+        return ordering
+
+
+def _no_nul(value: object) -> str:
+    """PostgreSQL text cannot hold NUL, so a name with one matches nothing: a 404 here instead
+    of a database error (a 500) when it reaches a query."""
+    text = str(value)
+    if "\x00" in text:
+        raise NotFound("No such object.")
+    return text
+
+
+class PartitionScoped:
+    """For views under ``partitions/{partition}/``: an unknown partition is a 404 (with the
+    error body), and the queryset holds that partition's rows only."""
+
+    kwargs: dict
+
+    @cached_property
+    def partition(self) -> Partition:
+        return get_partition(_no_nul(self.kwargs["partition"]))
+
+    def get_queryset(self) -> QuerySet:
+        queryset = super().get_queryset()
+        if getattr(self, "swagger_fake_view", False):  # schema generation has no partition
+            return queryset.none()
+        return queryset.filter(partition=self.partition)
+
+    def get_object(self) -> object:
+        _no_nul(self.kwargs.get(self.lookup_url_kwarg or self.lookup_field, ""))
+        return super().get_object()
+
+
+class PartitionReadOnlyViewSet(PartitionScoped, viewsets.ReadOnlyModelViewSet):
+    """List and detail of one kind of cluster row in a partition (viewer)."""
+
+    read_role = VIEWER
+    filter_backends = [DjangoFilterBackend, StableOrderingFilter]
+
+
+@document_reads("node", serializers.NodeSerializer)
+class NodeViewSet(PartitionReadOnlyViewSet):
+    queryset = Node.objects.all()
+    serializer_class = serializers.NodeSerializer
+    filterset_class = filtersets.NodeFilterSet
+    lookup_field = "name"
+    ordering_fields = ["name", "updated_at"]
+    ordering = ["name"]
+
+
+@document_reads("application", serializers.ApplicationSerializer)
+class ApplicationViewSet(PartitionReadOnlyViewSet):
+    queryset = Application.objects.annotate(
+        allocation_count=Count("allocations", distinct=True),
+        ask_count=Count("asks", distinct=True),
+    )
+    serializer_class = serializers.ApplicationSerializer
+    filterset_class = filtersets.ApplicationFilterSet
+    lookup_field = "external_id"
+    ordering_fields = ["external_id", "queue_path", "user"]
+    ordering = ["external_id"]
+
+
+@document_reads("allocation", serializers.AllocationSerializer)
+class AllocationViewSet(PartitionReadOnlyViewSet):
+    queryset = Allocation.objects.select_related("application")
+    serializer_class = serializers.AllocationSerializer
+    filterset_class = filtersets.AllocationFilterSet
+    lookup_field = "external_id"
+    ordering_fields = ["external_id", "queue_path", "node_name", "priority", "created_at"]
+    ordering = ["external_id"]
+
+
+@document_reads("ask", serializers.AskSerializer)
+class AskViewSet(PartitionReadOnlyViewSet):
+    queryset = Ask.objects.select_related("application")
+    serializer_class = serializers.AskSerializer
+    filterset_class = filtersets.AskFilterSet
+    lookup_field = "external_id"
+    ordering_fields = ["external_id", "queue_path", "priority", "created_at"]
+    ordering = ["external_id"]
+
+
+@document_reads("disruption budget", serializers.BudgetSerializer)
+class BudgetViewSet(PartitionReadOnlyViewSet):
+    queryset = DisruptionBudget.objects.all()
+    serializer_class = serializers.BudgetSerializer
+    filterset_class = filtersets.BudgetFilterSet
+    lookup_field = "name"
+    ordering_fields = ["name", "allowed_disruptions"]
+    ordering = ["name"]
+
+
+def _nul_paths(value: object, path: str = "") -> Iterator[str]:
+    """Field paths (service style: ``allocations[3].id``) of text holding a NUL character."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            yield path or "non_field_errors"
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            inner = f"{path}.{key}" if path else str(key)
+            if "\x00" in str(key):
+                yield inner
+            yield from _nul_paths(item, inner)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from _nul_paths(item, f"{path}[{index}]")
+
+
+class NulFreeJSONParser(JSONParser):
+    """JSON whose text holds no NUL character (JSON allows ``\\u0000``; PostgreSQL text and jsonb
+    do not, so it would fail as a 500 on write). Refused as a 400 with the field paths, like the
+    service's own checks; ``ingest_cluster_state`` could take this over."""
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        data = super().parse(stream, media_type, parser_context)
+        paths = list(islice(_nul_paths(data), 100))
+        if paths:
+            raise IngestErrors({path: ["must not contain NUL characters"] for path in paths})
+        return data
+
+
+class ClosedBodySchema(AutoSchema):
+    """The service refuses unknown fields anywhere in the body ("unknown field"): the request
+    schema says so with ``additionalProperties: false`` on every object."""
+
+    def _map_serializer(self, serializer: Any, direction: str, bypass_extensions: bool = False):
+        schema = super()._map_serializer(serializer, direction, bypass_extensions)
+        if direction == "request" and schema.get("type") == "object":
+            schema["additionalProperties"] = False
+        return schema
+
+
+class ClusterStateView(PartitionScoped, APIView):
+    """``POST partitions/{partition}/cluster-state`` (operator): bulk, idempotent upserts and
+    removals of nodes, applications, allocations, asks and disruption budgets.
+
+    The body is handed to the service untouched: it checks everything first (every problem with
+    its path) and writes nothing unless the whole body is valid. JSON only.
+    """
+
+    write_role = OPERATOR
+    parser_classes = [NulFreeJSONParser]
+    schema = ClosedBodySchema()
+
+    @extend_schema(
+        summary="Push cluster state",
+        description=(
+            "Upserts by id (nodes and budgets by name) and removals, all or nothing. Items use "
+            "the scenario files' field names and defaults; applications are created from "
+            "`app`/`queue`. Sending the same body twice changes nothing."
+        ),
+        request=serializers.ClusterStateSerializer,
+        responses={200: serializers.IngestResultSerializer, **WRITE_ERRORS},
+    )
+    def post(self, request: Request, partition: str) -> Response:
+        result = ingest_cluster_state(self.partition, request.data, actor=request.user)
+        return Response(result.to_json())

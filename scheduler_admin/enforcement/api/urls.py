@@ -1,0 +1,39 @@
+"""Live-loop routes under ``/api/v1/`` (SPEC 7; the paths are part of the contract).
+
+The two writes (``timers/{id}/cancel`` and ``evictions/{id}/ack``) are accepted with and without
+a trailing slash; the optional slash is written ``(?:/)?`` rather than ``/?`` so the OpenAPI
+schema shows the SPEC's paths, without the slash.
+"""
+
+from django.urls import path, re_path
+
+from scheduler_admin.enforcement.api import views
+
+P = "partitions/<str:partition>"
+RE_P = r"^partitions/(?P<partition>[^/]+)"
+
+urlpatterns = [
+    path(f"{P}/timers/", views.TimerViewSet.as_view({"get": "list"}), name="api-timer-list"),
+    re_path(
+        rf"{RE_P}/timers/(?P<pk>[0-9]+)/cancel(?:/)?$",
+        views.TimerViewSet.as_view({"post": "cancel"}),
+        name="api-timer-cancel",
+    ),
+    path("runs/", views.RunViewSet.as_view({"get": "list"}), name="api-run-list"),
+    path("runs/<int:pk>/", views.RunViewSet.as_view({"get": "retrieve"}), name="api-run-detail"),
+    path(
+        f"{P}/evictions/",
+        views.EvictionViewSet.as_view({"get": "list"}),
+        name="api-eviction-list",
+    ),
+    path(
+        f"{P}/evictions/<int:pk>/",
+        views.EvictionViewSet.as_view({"get": "retrieve"}),
+        name="api-eviction-detail",
+    ),
+    re_path(
+        rf"{RE_P}/evictions/(?P<pk>[0-9]+)/ack(?:/)?$",
+        views.EvictionViewSet.as_view({"post": "ack"}),
+        name="api-eviction-ack",
+    ),
+]

@@ -1,0 +1,138 @@
+"""The live loop's API (SPEC 5 and 7): quota timers, preemption runs and eviction orders.
+
+Views declare (queryset, serializer, filterset); the two writes call services:
+``timers.cancel_timer`` and ``evictions.acknowledge_eviction``. Their "not found" exceptions are
+turned into 404 here, with the common error body.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count
+from django.shortcuts import get_object_or_404
+from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import mixins, viewsets
+from rest_framework.decorators import action
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import BaseSerializer
+
+from scheduler_admin.api.permissions import OPERATOR, VIEWER
+from scheduler_admin.cluster.api.views import (
+    LIST_ERRORS,
+    READ_ERRORS,
+    WRITE_ERRORS,
+    PartitionReadOnlyViewSet,
+    PartitionScoped,
+    StableOrderingFilter,
+    document_reads,
+)
+from scheduler_admin.enforcement import filtersets
+from scheduler_admin.enforcement.api import serializers
+from scheduler_admin.enforcement.evictions import OrderNotFound, acknowledge_eviction
+from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
+from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
+
+# A POST without a body: nothing to describe.
+NO_BODY = None
+# Ids are matched by the ``int`` path converter (no sign); say so, or generated clients and
+# schema tests send negative ids that no route matches.
+ID = OpenApiParameter("id", {"type": "integer", "minimum": 0}, OpenApiParameter.PATH)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List quota timers",
+        description="Pending timers by default (soonest first); `?status=` for others.",
+        responses={200: serializers.TimerSerializer(many=True), **LIST_ERRORS},
+    ),
+)
+class TimerViewSet(PartitionScoped, mixins.ListModelMixin, viewsets.GenericViewSet):
+    """Quota timers of a partition (viewer); cancelling one is an operator's write."""
+
+    queryset = QuotaTimer.objects.all()
+    serializer_class = serializers.TimerSerializer
+    filterset_class = filtersets.TimerFilterSet
+    filter_backends = [DjangoFilterBackend, StableOrderingFilter]
+    ordering_fields = ["due_at", "started_at", "queue_path"]
+    ordering = ["due_at", "queue_path", "id"]
+    read_role = VIEWER
+    action_roles = {"cancel": OPERATOR}
+
+    @extend_schema(
+        summary="Cancel a pending quota timer",
+        parameters=[ID],
+        request=NO_BODY,
+        responses={200: serializers.TimerSerializer, **WRITE_ERRORS},
+    )
+    @action(detail=True, methods=["post"])
+    def cancel(self, request: Request, partition: str, pk: str) -> Response:
+        """404 for a timer of another partition, an unknown one, or one that already ended."""
+        timer = get_object_or_404(self.get_queryset(), pk=pk)
+        try:
+            timer = cancel_timer(timer.pk, actor=request.user)
+        except TimerNotFound as exc:
+            raise NotFound(str(exc)) from exc
+        return Response(self.get_serializer(timer).data)
+
+
+@extend_schema_view(
+    list=extend_schema(
+        summary="List preemption runs",
+        description="Newest first.",
+        responses={200: serializers.RunSerializer(many=True), **LIST_ERRORS},
+    ),
+    retrieve=extend_schema(
+        summary="One run with its victims and explanations",
+        parameters=[ID],
+        responses={200: serializers.RunDetailSerializer, **READ_ERRORS},
+    ),
+)
+class RunViewSet(viewsets.ReadOnlyModelViewSet):
+    """Preemption runs of every partition (viewer), filtered by partition, queue, policy, ..."""
+
+    queryset = PreemptionRun.objects.select_related("partition").annotate(
+        victim_count=Count("victims")
+    )
+    serializer_class = serializers.RunSerializer
+    filterset_class = filtersets.RunFilterSet
+    filter_backends = [DjangoFilterBackend, StableOrderingFilter]
+    ordering_fields = ["created_at", "finished_at"]
+    ordering = ["-created_at", "-id"]
+    read_role = VIEWER
+
+    def get_serializer_class(self) -> type[BaseSerializer]:
+        if self.action == "retrieve":
+            return serializers.RunDetailSerializer
+        return self.serializer_class
+
+
+@document_reads("eviction order", serializers.EvictionSerializer, detail_parameters=[ID])
+class EvictionViewSet(PartitionReadOnlyViewSet):
+    """Eviction orders of a partition, oldest first (the cluster polls ``?status=pending``)."""
+
+    queryset = EvictionOrder.objects.select_related("partition", "victim")
+    serializer_class = serializers.EvictionSerializer
+    filterset_class = filtersets.EvictionFilterSet
+    ordering_fields = ["created_at", "acknowledged_at"]
+    ordering = ["created_at", "id"]
+    action_roles = {"ack": OPERATOR}
+
+    @extend_schema(
+        summary="Acknowledge an eviction order",
+        description="The allocation is released and stops counting towards usage. "
+        "Acknowledging twice is harmless: the second call changes nothing.",
+        parameters=[ID],
+        request=NO_BODY,
+        responses={200: serializers.EvictionSerializer, **WRITE_ERRORS},
+    )
+    @action(detail=True, methods=["post"])
+    def ack(self, request: Request, partition: str, pk: str) -> Response:
+        try:
+            order = acknowledge_eviction(
+                int(pk), partition_name=self.partition.name, actor=request.user, via="api"
+            )
+        except OrderNotFound as exc:
+            raise NotFound(str(exc)) from exc
+        return Response(self.get_serializer(order).data)

@@ -1,0 +1,102 @@
+"""What a config change would do, without saving it (``?dry_run=true``, the UI's preview).
+
+A change is previewed exactly as it would be enforced: the engine's timer rules say which queues
+would get a quota timer, and for each the quota policy plans on the current cluster state with
+the new config — the plan that would run once the delay passes if nothing else changed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+
+from preemption import resources
+from preemption.config import PartitionConfig
+from preemption.model import Options, Plan
+from preemption.policies import plan_ask, plan_job, plan_quota_change
+from preemption.timers import QuotaTimer, timers_after_save
+from scheduler_admin.cluster.adapters import load_cluster_state
+from scheduler_admin.enforcement.models import QuotaTimer as TimerRow
+from scheduler_admin.enforcement.models import TimerStatus
+from scheduler_admin.enforcement.runs import active_run_queues
+from scheduler_admin.enforcement.timers import as_engine_timer
+from scheduler_admin.queues.models import Partition
+
+
+@dataclass(frozen=True)
+class ChangePreview:
+    timers: dict[str, QuotaTimer]
+    plans: dict[str, Plan]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "timers": [
+                {
+                    "queue": timer.queue,
+                    "due_at": timer.due_at.isoformat(),
+                    "delay_seconds": timer.delay,
+                }
+                for timer in sorted(self.timers.values(), key=lambda t: t.queue)
+            ],
+            "plans": [
+                {"queue": queue, **plan_json(plan)} for queue, plan in sorted(self.plans.items())
+            ],
+        }
+
+
+def plan_json(plan: Plan) -> dict[str, Any]:
+    """A plan for API bodies: quantities as strings, so they read back the same (vcore "10" is
+    10 cores, while a bare 10000 would be read as 10000 cores)."""
+    body = plan.to_json()
+    body["targets"] = {
+        path: resources.format_resources(amounts) for path, amounts in plan.targets.items()
+    }
+    body["freed"] = resources.format_resources(plan.freed)
+    return body
+
+
+def preview_change(
+    partition: Partition, new_config: PartitionConfig, *, now: datetime | None = None
+) -> ChangePreview:
+    """The timers ``new_config`` would start or reset, and the plan each would run."""
+    now = now or timezone.now()
+    current = partition.current_config()
+    pending = {
+        row.queue_path: as_engine_timer(row)
+        for row in TimerRow.objects.filter(partition=partition, status=TimerStatus.PENDING)
+    }
+    after = timers_after_save(current, new_config, pending, now)
+    started = {path: timer for path, timer in after.items() if pending.get(path) != timer}
+    if not started:
+        return ChangePreview(timers={}, plans={})
+    state = load_cluster_state(
+        partition, running_runs=active_run_queues(partition), config=new_config
+    )
+    plans = {
+        path: plan_quota_change(state, path, new_config.queues_by_path()[path].max, now)
+        for path in started
+    }
+    return ChangePreview(timers=started, plans=plans)
+
+
+def simulate(
+    partition: Partition, *, policy: str, target: str, new_max: dict[str, int] | None,
+    options: Options, now: datetime | None = None,
+) -> Plan:  # fmt: skip
+    """Plan one decision on the current state, saving nothing (the simulator page and API).
+
+    ``policy`` ``quota``: ``target`` is a queue path and ``new_max`` its hypothetical max (the
+    delay is taken as passed). ``ask``: ``target`` is a pending ask id, planned with the policy
+    SPEC 4.0 gives it. ``job``: ``target`` is a job id.
+    """
+    now = now or timezone.now()
+    state = load_cluster_state(partition, running_runs=active_run_queues(partition))
+    if policy == "quota":
+        assert new_max is not None
+        return plan_quota_change(state, target, new_max, now)
+    if policy == "job":
+        return plan_job(state, target, now, options)
+    return plan_ask(state, target, now, options)

@@ -1,0 +1,521 @@
+"""Partitions, queues, whole configs and revisions over REST (SPEC 7).
+
+Views parse with serializers, call one service, and render. Every write takes a ``comment`` and
+the ``version`` the client read (body or ``If-Match``); a stale version is a 409. ``?dry_run=true``
+on a queue PATCH or a config PUT validates and returns what the change would trigger (timers and
+their plans) without saving anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import ValidationError
+from rest_framework.generics import GenericAPIView, ListAPIView
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from preemption import resources
+from preemption.config import PartitionConfig, QueueConfig, diff_configs
+from preemption.hierarchy import ConfigErrors, Hierarchy, validate_config
+from preemption.model import Options
+from scheduler_admin.api.concurrency import expected_version, with_etag
+from scheduler_admin.api.permissions import ADMIN, OPERATOR, VIEWER
+from scheduler_admin.cluster.adapters import queue_usage
+from scheduler_admin.cluster.models import Ask, AskState
+from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
+from scheduler_admin.enforcement.previews import plan_json, preview_change, simulate
+from scheduler_admin.queues import services
+from scheduler_admin.queues.api.serializers import (
+    CommentSerializer,
+    ConfigSerializer,
+    PartitionPatchSerializer,
+    PartitionSerializer,
+    QueueCreateSerializer,
+    QueuePatchSerializer,
+    RevisionSerializer,
+    SimulateSerializer,
+    config_to_json,
+)
+from scheduler_admin.queues.models import ConfigRevision, Partition
+from scheduler_admin.queues.yaml_io import parse_queues_yaml, render_queues_yaml
+
+DRY_RUN = OpenApiParameter(
+    "dry_run", OpenApiTypes.BOOL, description="validate and preview, save nothing"
+)
+
+
+def _dry_run(request: Request) -> bool:
+    return request.query_params.get("dry_run", "").lower() in {"1", "true", "yes"}
+
+
+def _partition(name: str) -> Partition:
+    return services.get_partition(name)
+
+
+class PartitionList(ListAPIView):
+    """All partitions with their settings."""
+
+    serializer_class = PartitionSerializer
+    queryset = Partition.objects.order_by("name")
+    filterset_fields = ["name", "ask_policy", "quota_preemption_enabled"]
+    ordering_fields = ["name"]
+
+
+class PartitionDetail(APIView):
+    """One partition's settings; PATCH changes them (admin) as a new revision."""
+
+    write_role = ADMIN
+
+    @extend_schema(responses=PartitionSerializer)
+    def get(self, request: Request, partition: str) -> Response:
+        obj = _partition(partition)
+        return with_etag(
+            Response(PartitionSerializer(obj).data), "partition", obj.name, obj.version
+        )
+
+    @extend_schema(request=PartitionPatchSerializer, responses=PartitionSerializer)
+    def patch(self, request: Request, partition: str) -> Response:
+        obj = _partition(partition)
+        body = PartitionPatchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        version = expected_version(request, data.pop("version", None))
+        comment = data.pop("comment")
+        config = obj.current_config()
+        config = replace(config, settings=replace(config.settings, **data))
+        services.save_partition_config(
+            config, actor=request.user, comment=comment, expected_revision=version
+        )
+        obj.refresh_from_db()
+        return with_etag(
+            Response(PartitionSerializer(obj).data), "partition", obj.name, obj.version
+        )
+
+
+def _queue_rows(partition: Partition) -> list[dict[str, Any]]:
+    """Every queue with its effective values, usage, pending asks and timer (SPEC 7)."""
+    config = partition.current_config()
+    hierarchy = Hierarchy(config)
+    usage = queue_usage(partition)
+    pending: dict[str, dict[str, int]] = {}
+    for queue_path, amount in Ask.objects.filter(
+        partition=partition, state=AskState.PENDING
+    ).values_list("queue_path", "resources"):
+        for step in [
+            queue_path,
+            *(hierarchy.ancestors(queue_path) if queue_path in hierarchy.queues else []),
+        ]:
+            pending[step] = resources.add(pending.get(step, {}), amount)
+    timers = {
+        t.queue_path: t
+        for t in QuotaTimer.objects.filter(partition=partition, status=TimerStatus.PENDING)
+    }
+    versions = dict(partition.queues.values_list("path", "version"))
+    return [
+        _queue_row(queue, hierarchy, usage, pending, timers, versions) for queue in config.queues
+    ]
+
+
+def _queue_row(
+    queue: QueueConfig,
+    hierarchy: Hierarchy,
+    usage: dict[str, dict[str, int]],
+    pending: dict[str, dict[str, int]],
+    timers: dict[str, QuotaTimer],
+    versions: dict[str, int],
+) -> dict[str, Any]:
+    policy = hierarchy.effective_policy(queue.path)
+    quota_delay = hierarchy.effective_quota_delay(queue.path)
+    delay = hierarchy.preemption_delay(queue.path)
+    timer = timers.get(queue.path)
+    return {
+        "path": queue.path,
+        "name": queue.name,
+        "parent": queue.parent,
+        "is_leaf": hierarchy.is_leaf(queue.path),
+        "guaranteed": resources.format_resources(queue.guaranteed),
+        "max": resources.format_resources(queue.max),
+        "properties": dict(queue.properties),
+        "effective": {
+            "max": resources.format_resources(hierarchy.effective_max(queue.path)),
+            "preemption_policy": {"value": policy.value, "source": policy.source},
+            "quota_preemption_delay": {"seconds": quota_delay.value, "source": quota_delay.source},
+            "preemption_delay": {"seconds": delay.value, "source": delay.source},
+        },
+        "usage": resources.format_resources(usage.get(queue.path, {})),
+        "pending": resources.format_resources(pending.get(queue.path, {})),
+        "version": versions.get(queue.path),
+        "quota_timer": (
+            None
+            if timer is None
+            else {
+                "id": timer.pk,
+                "due_at": timer.due_at,
+                "deferred": timer.deferred_since is not None,
+            }
+        ),
+    }
+
+
+class QueueRowSerializer(serializers.Serializer):
+    """Schema of one queue in the API (rendered by ``_queue_row``)."""
+
+    path = serializers.CharField()
+    name = serializers.CharField()
+    parent = serializers.CharField(allow_null=True)
+    is_leaf = serializers.BooleanField()
+    guaranteed = serializers.DictField(child=serializers.CharField())
+    max = serializers.DictField(child=serializers.CharField())
+    properties = serializers.DictField(child=serializers.CharField())
+    effective = serializers.DictField()
+    usage = serializers.DictField(child=serializers.CharField())
+    pending = serializers.DictField(child=serializers.CharField())
+    version = serializers.IntegerField(allow_null=True)
+    quota_timer = serializers.DictField(allow_null=True)
+
+
+class QueueList(GenericAPIView):
+    """The partition's tree as a flat list, parents first (GET, viewer; ``?under=PATH`` keeps one
+    subtree); POST creates a queue under ``parent`` (admin)."""
+
+    write_role = ADMIN
+    pagination_class = None
+    filter_backends: list = []
+
+    @extend_schema(
+        parameters=[OpenApiParameter("under", OpenApiTypes.STR, description="subtree root")],
+        responses=QueueRowSerializer(many=True),
+    )
+    def get(self, request: Request, partition: str) -> Response:
+        rows = _queue_rows(_partition(partition))
+        under = request.query_params.get("under")
+        if under:
+            rows = [r for r in rows if r["path"] == under or r["path"].startswith(under + ".")]
+        return Response(rows)
+
+    @extend_schema(request=QueueCreateSerializer, responses={201: QueueRowSerializer})
+    def post(self, request: Request, partition: str) -> Response:
+        obj = _partition(partition)
+        body = QueueCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        config = obj.current_config()
+        if config.queue(data["parent"]) is None:
+            raise ValidationError({"parent": [f"no queue {data['parent']!r}"]})
+        queue = QueueConfig.child_of(
+            data["parent"], data["name"], guaranteed=data["guaranteed"], max=data["max"],
+            properties=data["properties"],
+        )  # fmt: skip
+        if config.queue(queue.path) is not None:
+            raise ValidationError({"name": [f"{queue.path} already exists"]})
+        services.save_partition_config(
+            config.with_queue(queue), actor=request.user, comment=data["comment"]
+        )
+        row = next(r for r in _queue_rows(obj) if r["path"] == queue.path)
+        return Response(row, status=201)
+
+
+class QueueDetail(APIView):
+    """One queue. PATCH (operator) changes ``guaranteed``, ``max``, ``properties`` — each one
+    given is replaced whole (send the full map); DELETE (admin) removes it and its subtree.
+    Both need the version read (body or ``If-Match``) and a comment."""
+
+    write_role = OPERATOR
+
+    def _row(self, partition: Partition, path: str) -> dict[str, Any]:
+        for row in _queue_rows(partition):
+            if row["path"] == path:
+                return row
+        raise services.NotFound(f"queue {path!r} does not exist in partition {partition.name!r}")
+
+    @extend_schema(responses=QueueRowSerializer)
+    def get(self, request: Request, partition: str, path: str) -> Response:
+        row = self._row(_partition(partition), path)
+        return with_etag(Response(row), "queue", path, row["version"])
+
+    @extend_schema(
+        request=QueuePatchSerializer,
+        parameters=[DRY_RUN],
+        responses={200: QueueRowSerializer, 409: OpenApiTypes.OBJECT},
+    )
+    def patch(self, request: Request, partition: str, path: str) -> Response:
+        obj = _partition(partition)
+        body = QueuePatchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = dict(body.validated_data)
+        version = expected_version(request, data.pop("version", None))
+        if version is None:
+            raise ValidationError({"version": ["send the version you read (or If-Match)"]})
+        comment = data.pop("comment")
+        if _dry_run(request):
+            config = obj.current_config()
+            queue = services.queue_from_config(config, path)
+            current_version = self._row(obj, path)["version"]
+            if current_version != version:
+                raise services.StaleVersion(
+                    f"queue {path!r} is at version {current_version}, not {version}",
+                    current=current_version,
+                )
+            return _preview(obj, config.with_queue(replace(queue, **data)))
+        services.update_queue(
+            obj.name, path, version=version, actor=request.user, comment=comment, **data
+        )
+        row = self._row(obj, path)
+        return with_etag(Response(row), "queue", path, row["version"])
+
+    @extend_schema(request=CommentSerializer, responses={204: None})
+    def delete(self, request: Request, partition: str, path: str) -> Response:
+        obj = _partition(partition)
+        body = CommentSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        version = expected_version(request, body.validated_data.get("version"))
+        if version is None:
+            raise ValidationError({"version": ["send the version you read (or If-Match)"]})
+        if path == "root":
+            raise ValidationError({"path": ["the root queue cannot be deleted"]})
+        config = obj.current_config()
+        services.queue_from_config(config, path)
+        services.save_partition_config(
+            config.without_subtree(path),
+            actor=request.user,
+            comment=body.validated_data.get("comment") or f"Delete {path}",
+            expected_queue_versions={path: version},
+        )
+        return Response(status=204)
+
+    def check_permissions(self, request: Request) -> None:
+        if request.method == "DELETE":
+            self.write_role = ADMIN
+        super().check_permissions(request)
+
+
+def _preview(partition: Partition, config: PartitionConfig) -> Response:
+    errors = validate_config(config)
+    if errors:
+        raise ConfigErrors(errors)
+    preview = preview_change(partition, config)
+    return Response({"dry_run": True, "valid": True, **preview.to_json()})
+
+
+class ConfigView(APIView):
+    """The whole partition config as JSON (GET, viewer); PUT replaces it atomically (admin),
+    ``?dry_run=true`` previews."""
+
+    write_role = ADMIN
+
+    @extend_schema(responses=ConfigSerializer)
+    def get(self, request: Request, partition: str) -> Response:
+        obj = _partition(partition)
+        response = Response(config_to_json(obj.current_config(), obj.version))
+        return with_etag(response, "config", obj.name, obj.version)
+
+    @extend_schema(request=ConfigSerializer, parameters=[DRY_RUN], responses=ConfigSerializer)
+    def put(self, request: Request, partition: str) -> Response:
+        obj = _partition(partition)
+        body = ConfigSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        config = body.to_config(obj.name)
+        return _replace_config(request, obj, config, body.validated_data.get("version"),
+                               body.validated_data.get("comment", ""))  # fmt: skip
+
+
+def _replace_config(
+    request: Request, partition: Partition, config: PartitionConfig, body_version: Any,
+    comment: str,
+) -> Response:  # fmt: skip
+    version = expected_version(request, body_version)
+    if _dry_run(request):
+        if version is not None and version != partition.version:
+            raise services.StaleVersion(
+                f"partition {partition.name!r} is at version {partition.version}, not {version}",
+                current=partition.version,
+            )
+        return _preview(partition, config)
+    if version is None:
+        raise ValidationError({"version": ["send the version you read (or If-Match)"]})
+    services.save_partition_config(
+        config, actor=request.user, comment=comment, expected_revision=version
+    )
+    partition.refresh_from_db()
+    response = Response(config_to_json(partition.current_config(), partition.version))
+    return with_etag(response, "config", partition.name, partition.version)
+
+
+class ConfigYamlView(APIView):
+    """The partition as YuniKorn ``queues.yaml`` (GET); PUT a YAML body replaces the config
+    (admin; ``version`` and ``comment`` as query parameters or ``If-Match``), or creates the
+    partition when it does not exist yet (201)."""
+
+    write_role = ADMIN
+
+    @extend_schema(responses={(200, "application/yaml"): OpenApiTypes.STR})
+    def get(self, request: Request, partition: str) -> HttpResponse:
+        obj = _partition(partition)
+        response = HttpResponse(
+            render_queues_yaml([obj.current_config()]), content_type="application/yaml"
+        )
+        response["ETag"] = f'"config-{obj.name}-v{obj.version}"'
+        return response
+
+    @extend_schema(
+        request={"application/yaml": OpenApiTypes.STR},
+        parameters=[
+            DRY_RUN,
+            OpenApiParameter("version", OpenApiTypes.INT),
+            OpenApiParameter("comment", OpenApiTypes.STR),
+        ],
+        responses=ConfigSerializer,
+    )
+    def put(self, request: Request, partition: str) -> Response:
+        configs = parse_queues_yaml(
+            request.body, settings_for=services.settings_for_import, source="body"
+        )
+        mine = [config for config in configs if config.name == partition]
+        if len(configs) != 1 or not mine:
+            raise ValidationError(
+                {"partitions": [f"the body must hold exactly partition {partition}"]}
+            )
+        obj = Partition.objects.filter(name=partition).first()
+        if obj is None:  # importing a new partition: nothing to be stale against
+            [result] = services.import_partition_configs(
+                mine,
+                actor=request.user,
+                comment=request.query_params.get("comment") or "Imported over the API",
+            )
+            obj = result.partition
+            response = Response(config_to_json(obj.current_config(), obj.version), status=201)
+            return with_etag(response, "config", obj.name, obj.version)
+        raw_version = request.query_params.get("version")
+        version = int(raw_version) if raw_version and raw_version.isdigit() else None
+        if raw_version and version is None:
+            raise ValidationError({"version": ["must be an integer"]})
+        return _replace_config(
+            request, obj, mine[0], version, request.query_params.get("comment", "")
+        )
+
+
+class ConfigValidateView(APIView):
+    """Check a JSON config body without saving: 200 ``{"valid": true}`` or 400 with every error."""
+
+    write_role = VIEWER
+
+    @extend_schema(request=ConfigSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request, partition: str) -> Response:
+        obj = _partition(partition)
+        body = ConfigSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        config = body.to_config(obj.name)
+        errors = validate_config(config)
+        if errors:
+            raise ConfigErrors(errors)
+        changes = diff_configs(obj.current_config(), config)
+        return Response({"valid": True, "changes": [c.to_json() for c in changes]})
+
+
+class RevisionList(ListAPIView):
+    serializer_class = RevisionSerializer
+    filterset_fields = ["kind", "author_name"]
+    ordering_fields = ["number", "created_at"]
+
+    def get_queryset(self):
+        if getattr(self, "swagger_fake_view", False):  # schema generation: no partition
+            return ConfigRevision.objects.none()
+        partition = _partition(self.kwargs["partition"])
+        return partition.revisions.select_related("partition").order_by("-number")
+
+
+class RevisionDetail(APIView):
+    """One revision with its snapshot and its diff to the previous one (or ``?against=N``)."""
+
+    @extend_schema(
+        parameters=[OpenApiParameter("against", OpenApiTypes.INT)],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request: Request, partition: str, number: int) -> Response:
+        obj = _partition(partition)
+        revision = get_object_or_404(ConfigRevision, partition=obj, number=number)
+        against_raw = request.query_params.get("against")
+        if against_raw is not None and not against_raw.isdigit():
+            raise ValidationError({"against": ["must be a revision number"]})
+        against = int(against_raw) if against_raw else number - 1
+        base = ConfigRevision.objects.filter(partition=obj, number=against).first()
+        if against_raw and base is None:
+            raise ValidationError({"against": [f"no revision {against}"]})
+        before = base.config() if base else replace(revision.config(), queues=())
+        changes = diff_configs(before, revision.config())
+        return Response(
+            {
+                **RevisionSerializer(revision).data,
+                "against": base.number if base else None,
+                "diff": [change.to_json() for change in changes],
+                "config": config_to_json(revision.config(), revision.number),
+            }
+        )
+
+
+class RevisionRevert(APIView):
+    """Make revision N the current config again, as a new revision (admin)."""
+
+    write_role = ADMIN
+
+    @extend_schema(request=CommentSerializer, responses=RevisionSerializer)
+    def post(self, request: Request, partition: str, number: int) -> Response:
+        body = CommentSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        obj = _partition(partition)
+        version = expected_version(request, body.validated_data.get("version"))
+        if version is not None and version != obj.version:
+            raise services.StaleVersion(
+                f"partition {obj.name!r} is at version {obj.version}, not {version}",
+                current=obj.version,
+            )
+        result = services.revert_config(
+            obj.name, to_number=number, actor=request.user,
+            comment=body.validated_data.get("comment", ""),
+        )  # fmt: skip
+        if result.revision is None:
+            return Response({"detail": f"already equal to revision {number}", "changed": False})
+        return Response(RevisionSerializer(result.revision).data, status=201)
+
+
+class SimulateView(APIView):
+    """Plan one decision on the current state, saving nothing (viewer may simulate)."""
+
+    write_role = VIEWER
+
+    @extend_schema(request=SimulateSerializer, responses=OpenApiTypes.OBJECT)
+    def post(self, request: Request, partition: str) -> Response:
+        obj = _partition(partition)
+        body = SimulateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        defaults = Options()
+        options = Options(
+            victim_strategy=tuple(data.get("victim_strategy") or defaults.victim_strategy),
+            deviation_percent=data.get("deviation_percent", defaults.deviation_percent),
+            max_victims=data.get("max_victims", defaults.max_victims),
+        )
+        if data["policy"] == "quota":
+            if obj.current_config().queue(data["queue"]) is None:
+                raise ValidationError({"queue": [f"no queue {data['queue']!r}"]})
+            target = data["queue"]
+        elif data["policy"] == "ask":
+            target = data["ask"]
+            if not Ask.objects.filter(partition=obj, external_id=target).exists():
+                raise ValidationError({"ask": [f"no ask {target!r}"]})
+        else:
+            target = data["job"]
+            if not Ask.objects.filter(partition=obj, job=target).exists():
+                raise ValidationError({"job": [f"no ask belongs to job {target!r}"]})
+        plan = simulate(
+            obj, policy=data["policy"], target=target, new_max=data.get("max"), options=options
+        )
+        return Response(plan_json(plan))

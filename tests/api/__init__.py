@@ -1,0 +1,1 @@
+"""REST API tests: every endpoint, every role."""
