@@ -237,14 +237,3 @@ class IngestResultSerializer(serializers.Serializer):
     asks = serializers.IntegerField()
     budgets = serializers.IntegerField()
     removed = RemovedCountsSerializer()
-
-
-class ErrorSerializer(serializers.Serializer):
-    """The body of every error response (``scheduler_admin.api.errors``)."""
-
-    detail = serializers.CharField()
-    code = serializers.CharField()
-    errors = serializers.DictField(
-        child=serializers.ListField(child=serializers.CharField()),
-        help_text='Field path -> messages, e.g. {"allocations[0].resources.memory": [...]}.',
-    )

@@ -19,7 +19,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from scheduler_admin.api.permissions import OPERATOR, VIEWER
-from scheduler_admin.cluster.api.views import (
+from scheduler_admin.api.views import (
     LIST_ERRORS,
     READ_ERRORS,
     WRITE_ERRORS,
