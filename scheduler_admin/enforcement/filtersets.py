@@ -4,15 +4,13 @@ HTML pages (STYLE habit 8). Queue filters as in ``cluster.filtersets``: ``queue`
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import django_filters
-from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
-from django_filters.fields import IsoDateTimeField
 
 from preemption.model import Outcome, PolicyName
+from scheduler_admin.api.filters import UTCDateTimeFilter
 from scheduler_admin.cluster.filtersets import TextFilter, queue_filters
 from scheduler_admin.enforcement.models import (
     EvictionOrder,
@@ -24,25 +22,6 @@ from scheduler_admin.enforcement.models import (
 )
 
 ANY = "any"
-
-
-class UtcIsoDateTimeField(IsoDateTimeField):
-    """An ISO 8601 time, turned to UTC here: PostgreSQL refuses offsets beyond +-15:59 that
-    Python accepts (+21:35), and a time near year 1 or 9999 may not exist in UTC; both are a
-    400 for the field instead of a database error."""
-
-    def to_python(self, value: Any) -> datetime | None:
-        moment = super().to_python(value)
-        if moment is None:
-            return None
-        try:
-            return moment.astimezone(UTC)
-        except (OverflowError, ValueError):
-            raise ValidationError("This time is out of range.", code="invalid") from None
-
-
-class UtcIsoDateTimeFilter(django_filters.IsoDateTimeFilter):
-    field_class = UtcIsoDateTimeField
 
 
 class TimerFilterSet(django_filters.FilterSet):
@@ -79,10 +58,10 @@ class RunFilterSet(django_filters.FilterSet):
     trigger = django_filters.ChoiceFilter(
         choices=[("quota_timer", "quota_timer"), ("ask", "ask"), ("job", "job")]
     )
-    since = UtcIsoDateTimeFilter(
+    since = UTCDateTimeFilter(
         field_name="created_at", lookup_expr="gte", help_text="Created at or after (ISO 8601)."
     )
-    until = UtcIsoDateTimeFilter(
+    until = UTCDateTimeFilter(
         field_name="created_at", lookup_expr="lt", help_text="Created before (ISO 8601)."
     )
 

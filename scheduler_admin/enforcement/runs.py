@@ -48,7 +48,7 @@ from scheduler_admin.enforcement.models import (
     RunVictim,
     TimerStatus,
 )
-from scheduler_admin.enforcement.timers import as_engine_timer
+from scheduler_admin.enforcement.timers import as_engine_timer, record_timer_event
 from scheduler_admin.queues.models import Partition
 
 logger = logging.getLogger(__name__)
@@ -77,23 +77,6 @@ def _run_event(
         queue_path=run.queue_path,
         object_type="run",
         object_id=str(run.pk),
-        summary=summary,
-        data=data,
-    )
-
-
-def _timer_event(
-    kind: AuditKind, row: QuotaTimer, *, at: datetime, summary: str, data: dict
-) -> None:
-    """Audit what a sweep did with a timer."""
-    record_event(
-        kind,
-        actor=None,
-        at=at,
-        partition_name=row.partition.name,
-        queue_path=row.queue_path,
-        object_type="timer",
-        object_id=str(row.pk),
         summary=summary,
         data=data,
     )
@@ -195,7 +178,7 @@ def _fire_timer(row: QuotaTimer, now: datetime) -> PreemptionRun | None:
     except IntegrityError:
         # run_one_active_per_queue: a run on this queue started meanwhile. The timer stays
         # pending (the transaction rolled back) and is looked at again on the next sweep.
-        _timer_event(
+        record_timer_event(
             AuditKind.RUN_SKIPPED,
             row,
             at=now,
@@ -216,7 +199,7 @@ def _defer_timer(row: QuotaTimer, now: datetime, active: set[str]) -> None:
         ).update(deferred_since=now)
         if updated:
             blockers = sorted(q for q in active if _related(q, row.queue_path))
-            _timer_event(
+            record_timer_event(
                 AuditKind.TIMER_DEFERRED,
                 row,
                 at=now,
@@ -246,7 +229,7 @@ def _end_timer(row: QuotaTimer, now: datetime, status: TimerStatus) -> None:
                 if status == TimerStatus.CANCELLED
                 else "its usage is within max"
             )
-            _timer_event(
+            record_timer_event(
                 kind,
                 row,
                 at=now,

@@ -95,9 +95,16 @@ def cancel_timer(timer_id: int, *, actor: AbstractBaseUser | None) -> QuotaTimer
     return row
 
 
-def _record(
-    kind: AuditKind, row: QuotaTimer, actor: AbstractBaseUser | None, at: datetime, what: str
+def record_timer_event(
+    kind: AuditKind,
+    row: QuotaTimer,
+    *,
+    at: datetime,
+    summary: str,
+    data: dict,
+    actor: AbstractBaseUser | None = None,
 ) -> None:
+    """Audit one thing that happened to a timer (``actor`` None: the system's sweep)."""
     record_event(
         kind,
         actor=actor,
@@ -106,6 +113,19 @@ def _record(
         queue_path=row.queue_path,
         object_type="timer",
         object_id=str(row.pk),
+        summary=summary,
+        data=data,
+    )
+
+
+def _record(
+    kind: AuditKind, row: QuotaTimer, actor: AbstractBaseUser | None, at: datetime, what: str
+) -> None:
+    record_timer_event(
+        kind,
+        row,
+        actor=actor,
+        at=at,
         summary=f"Quota timer of {row.queue_path} {what} (due {row.due_at:%Y-%m-%d %H:%M:%S} UTC)",
         data={
             "timer": row.pk,
