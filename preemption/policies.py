@@ -25,7 +25,6 @@ __all__ = [
     "plan_ask",
     "plan_inter_queue",
     "plan_job",
-    "plan_job_by_id",
     "plan_priority",
     "plan_quota",
     "plan_quota_change",
@@ -47,10 +46,6 @@ def plan_quota_change(
         # (the cached_property's value) instead of summing every allocation again.
         changed.__dict__["usage"] = state.__dict__["usage"]
     return plan_quota(changed, queue, now)
-
-
-def plan_job_by_id(state: ClusterState, job: str, now: datetime, options: Options) -> Plan:
-    return plan_job(state, job, now, options)
 
 
 def plan_ask(state: ClusterState, ask_id: str, now: datetime, options: Options) -> Plan:

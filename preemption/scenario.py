@@ -587,7 +587,7 @@ def decide(scenario: Scenario) -> Plan:
         path, new_max = value
         return policies.plan_quota_change(state, path, new_max, now)
     if kind == "job":
-        return policies.plan_job_by_id(state, value, now, options)
+        return policies.plan_job(state, value, now, options)
     runners: dict[str, Callable[..., Plan]] = {
         "inter_queue": policies.plan_inter_queue,
         "required_node": policies.plan_required_node,
