@@ -6,11 +6,8 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
-from scheduler_admin.web import views
-
 urlpatterns = [
-    path("", views.dashboard, name="dashboard"),
-    path("healthz", views.healthz, name="healthz"),
+    path("", include("scheduler_admin.web.urls")),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),

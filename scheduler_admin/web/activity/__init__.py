@@ -1,0 +1,1 @@
+"""Runs and audit pages: filterable lists, run detail with explanations, exports."""

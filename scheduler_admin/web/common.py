@@ -1,0 +1,113 @@
+"""Building blocks shared by the console's pages: role checks on writes, partition lookup,
+queue URLs and humanised quantities.
+
+Pages are readable by every signed-in user (``LoginRequiredMiddleware`` handles anonymous
+users); a page's POST needs a role, and the templates hide the controls a role may not use
+(``can_operate`` / ``can_administer`` from ``accounts.context_processors.roles``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+from urllib.parse import quote
+
+from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+
+from preemption import resources
+from scheduler_admin.accounts.roles import has_role
+from scheduler_admin.queues.models import Partition
+
+View = Callable[..., HttpResponse]
+
+
+def post_requires_role(role: str) -> Callable[[View], View]:
+    """Let every signed-in user GET the page; a POST from a user below ``role`` is refused (403)."""
+
+    def decorate(view: View) -> View:
+        @wraps(view)
+        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+            if request.method not in ("GET", "HEAD") and not has_role(request.user, role):
+                raise PermissionDenied(f"This action needs the {role} role.")
+            return view(request, *args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+def require_role(user: Any, role: str) -> None:
+    """Raise 403 unless ``user`` holds ``role`` (for views that only POST)."""
+    if not has_role(user, role):
+        raise PermissionDenied(f"This action needs the {role} role.")
+
+
+def partition_or_404(name: str) -> Partition:
+    return get_object_or_404(Partition, name=name)
+
+
+def selected_partition(request: HttpRequest) -> Partition | None:
+    """The partition named by ``?partition=``, else the first by name (None when there is none)."""
+    name = request.GET.get("partition")
+    partitions = Partition.objects.order_by("name")
+    if name:
+        return get_object_or_404(Partition, name=name)
+    return partitions.first()
+
+
+def queue_url(partition: str, path: str) -> str:
+    """URL of a queue's page. The path is percent-encoded whole (names may hold ``/ # @ :``)."""
+    base = reverse("queue-detail", kwargs={"partition": partition, "queue": "QUEUE"})
+    return base.replace("QUEUE", quote(path, safe=""))
+
+
+# --------------------------------------------------------------------------------------------
+# Humanised quantities: exact canonical integers stay in the API and the edit forms; pages show
+# a short rounded form with the exact value in a tooltip.
+# --------------------------------------------------------------------------------------------
+
+_BINARY_STEPS = [("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)]
+_DECIMAL_STEPS = [("P", 10**15), ("T", 10**12), ("G", 10**9), ("M", 10**6), ("k", 10**3)]
+
+
+def human_quantity(value: int, resource: str) -> str:
+    """A short, rounded reading of a canonical quantity: ``vcore`` 12500 -> "12.5",
+    memory/storage bytes -> "1.41Ti", other counts -> "1.2M". At most three significant digits;
+    use ``resources.format_quantity`` where exactness matters."""
+    if value < 0:
+        return "-" + human_quantity(-value, resource)
+    if resource == resources.VCORE:
+        return _trim(value / 1000)
+    steps = _BINARY_STEPS if _is_bytes(resource) else _DECIMAL_STEPS
+    for suffix, factor in steps:
+        if value >= factor:
+            return _trim(value / factor) + suffix
+    return str(value)
+
+
+def human_resources(amounts: dict[str, int]) -> list[tuple[str, str, str]]:
+    """(resource, humanised, exact) for every resource, sorted by name."""
+    return [
+        (
+            name,
+            human_quantity(amounts[name], name),
+            resources.format_quantity(amounts[name], resource=name),
+        )
+        for name in sorted(amounts)
+    ]
+
+
+def _is_bytes(resource: str) -> bool:
+    return resource in {"memory", "ephemeral-storage", "storage"} or resource.endswith("memory")
+
+
+def _trim(number: float) -> str:
+    if number >= 100:
+        return f"{number:.0f}"
+    if number >= 10:
+        return f"{number:.1f}".rstrip("0").rstrip(".")
+    return f"{number:.2f}".rstrip("0").rstrip(".")

@@ -1,0 +1,1 @@
+"""Dashboard: partition switcher, queue tree with usage bars, timers, alerts, recent runs."""

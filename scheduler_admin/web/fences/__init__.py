@@ -1,0 +1,1 @@
+"""Fences page: the hierarchy with every fence drawn as a boundary."""

@@ -1,0 +1,1 @@
+"""History page: config revisions, diff of any two, revert."""
