@@ -41,6 +41,7 @@ test: lint
 
 bench: $(VENV)/.installed
 	$(PY) -m preemption.bench
+	$(PY) -m scheduler_admin.cluster.bench
 
 scenarios: $(VENV)/.installed
 	$(PY) -m preemption.scenario ../shared/scenarios tests/scenarios

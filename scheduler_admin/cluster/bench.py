@@ -1,0 +1,122 @@
+"""``python -m scheduler_admin.cluster.bench``: how long ``POST cluster-state`` takes.
+
+Builds a throwaway PostgreSQL database (Django's test-database machinery on the test settings:
+``DATABASE_URL`` names the server), imports the demo config, then pushes a body of 100 nodes and
+N allocations (default 5,000, in 500 applications over four leaf queues) through the real API
+view with a signed-in operator's token, as an agent would. It prints the server time of:
+
+- the first push (every row new),
+- the same body again (nothing changed: only reads),
+- the body with 10% of the allocations moved to another node (a typical report).
+
+Each is the median of ``--repeat`` runs. Goal on this 2-core machine: about 1 s for 5,000
+allocations. A measurement tool, not a test: it asserts nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+# Always the test settings (the package's __init__ already set the default to production's).
+os.environ["DJANGO_SETTINGS_MODULE"] = "scheduler_admin.test_settings"
+
+import django
+
+django.setup()
+
+from django.contrib.auth import get_user_model  # noqa: E402
+from django.contrib.auth.models import Group  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from django.db import connection  # noqa: E402
+from django.test.utils import setup_test_environment, teardown_test_environment  # noqa: E402
+from rest_framework.authtoken.models import Token  # noqa: E402
+from rest_framework.test import APIClient  # noqa: E402
+
+from scheduler_admin.accounts.roles import OPERATOR  # noqa: E402
+from scheduler_admin.cluster.models import Allocation  # noqa: E402
+
+LEAVES = ["root.research.vision", "root.research.nlp", "root.batch.nightly", "root.prod.api"]
+URL = "/api/v1/partitions/default/cluster-state"
+
+
+def state_body(allocations: int, *, moved_every: int = 0) -> dict[str, Any]:
+    """100 nodes and ``allocations`` tasks; every ``moved_every``-th task on another node."""
+    nodes = [
+        {"name": f"node-{n:03}", "capacity": {"memory": "1Ti", "vcore": "128"}} for n in range(100)
+    ]
+    items = []
+    for i in range(allocations):
+        node = i % 100
+        if moved_every and i % moved_every == 0:
+            node = (node + 1) % 100
+        items.append(
+            {
+                "id": f"ns-{i % 20}/pod-{i:06}",
+                "queue": LEAVES[(i // 10) % len(LEAVES)],
+                "app": f"app-{i // 10:05}",
+                "node": f"node-{node:03}",
+                "resources": {"memory": "2Gi", "vcore": "500m"},
+                "priority": i % 3,
+                "created_at": f"2026-01-01T{i // 3600 % 24:02}:{i // 60 % 60:02}:{i % 60:02}Z",
+            }
+        )
+    return {"nodes": nodes, "allocations": items}
+
+
+def timed(push: Callable[[], int], repeat: int, reset: Callable[[], None] | None) -> float:
+    times = []
+    for _ in range(repeat):
+        if reset:
+            reset()
+        started = time.perf_counter()
+        status = push()
+        times.append(time.perf_counter() - started)
+        if status != 200:
+            raise SystemExit(f"cluster-state answered {status}")
+    return statistics.median(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--allocations", type=int, default=5000)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    setup_test_environment()
+    old_name = connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    try:
+        call_command("import_config", "demo/queues.yaml", stdout=io.StringIO())
+        user = get_user_model().objects.create_user("bench-operator")
+        user.groups.add(Group.objects.get(name=OPERATOR))
+        client = APIClient()
+        client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+        body = state_body(args.allocations)
+        moved = state_body(args.allocations, moved_every=10)
+        client.post(URL, {}, format="json")  # warm up imports and URL resolution
+
+        def push(payload: dict[str, Any]) -> Callable[[], int]:
+            return lambda: client.post(URL, payload, format="json").status_code
+
+        def clear() -> None:
+            Allocation.objects.all().delete()
+
+        first = timed(push(body), args.repeat, clear)
+        again = timed(push(body), args.repeat, None)
+        changed = timed(push(moved), 1, lambda: client.post(URL, body, format="json"))
+        print(f"cluster-state, 100 nodes, {args.allocations:,} allocations (median of runs):")
+        print(f"  first push (all new)        {first:6.2f} s")
+        print(f"  same body again (no change) {again:6.2f} s")
+        print(f"  10% of tasks moved          {changed:6.2f} s")
+    finally:
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+        teardown_test_environment()
+
+
+if __name__ == "__main__":
+    main()
