@@ -8,10 +8,12 @@ to ``preemption``.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
 
 from preemption import model
 from preemption.config import PartitionConfig
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
+from scheduler_admin.cluster.services import ClusterStateBody
 from scheduler_admin.queues.models import Partition
 
 _ALLOCATION_FIELDS = (
@@ -60,6 +62,60 @@ def load_cluster_state(
             for name, allowed in partition.budgets.values_list("name", "allowed_disruptions")
         ),
         running_runs=frozenset(running_runs),
+    )
+
+
+def with_overrides(state: model.ClusterState, body: ClusterStateBody) -> model.ClusterState:
+    """``state`` with a checked cluster-state body applied in memory, as ingesting it would
+    (upserts by id, removals by id or name), for the simulator: nothing is written.
+
+    An item without a ``state`` keeps the state of the item it replaces (new ones start
+    ``running`` / as the body says); allocations and asks that end up in a state the engine
+    does not look at (released, placed) drop out, as ``load_cluster_state`` leaves them out.
+    """
+    nodes = {node.name: node for node in state.nodes}
+    for item in body.nodes:
+        nodes[item["name"]] = model.Node(item["name"], item["capacity"], item["schedulable"])
+    for name in body.removed_nodes:
+        nodes.pop(name, None)
+
+    allocations = {allocation.id: allocation for allocation in state.allocations}
+    for item in body.allocations:
+        before = allocations.get(item["id"])
+        status = item["state"] or (before.state if before else AllocationState.RUNNING)
+        allocations[item["id"]] = _allocation(
+            (item["id"], item["app"], item["queue"], item["node"], item["resources"],
+             item["priority"], item["allow_preemption"], item["originator"],
+             item["required_node"], item["job"], item["qos"], item["pdb"], item["created_at"],
+             status)
+        )  # fmt: skip
+    for allocation_id in body.removed_allocations:
+        allocations.pop(allocation_id, None)
+
+    asks = {ask.id: ask for ask in state.asks}
+    for item in body.asks:
+        before = asks.get(item["id"])
+        node = item["node"] or (before.node if before else "")
+        asks[item["id"]] = _ask(
+            (item["id"], item["app"], item["queue"], item["resources"], item["priority"],
+             item["allow_preemption"], item["preemption_policy"], item["required_node"],
+             item["job"], item["created_at"], item["state"], node)
+        )  # fmt: skip
+    for ask_id in body.removed_asks:
+        asks.pop(ask_id, None)
+
+    budgets = {budget.name: budget for budget in state.budgets}
+    for item in body.budgets:
+        budgets[item["name"]] = model.Budget(item["name"], item["allowed_disruptions"])
+
+    live = {AllocationState.RUNNING, AllocationState.PREEMPTING}
+    waiting = {AskState.PENDING, AskState.RESERVED}
+    return replace(
+        state,
+        nodes=tuple(nodes.values()),
+        allocations=tuple(a for a in allocations.values() if a.state in live),
+        asks=tuple(a for a in asks.values() if a.state in waiting),
+        budgets=tuple(budgets.values()),
     )
 
 

@@ -179,10 +179,26 @@ class _Checker:
         return str(value)
 
 
-def ingest_cluster_state(
-    partition: Partition, body: object, *, actor: AbstractBaseUser | None
-) -> IngestResult:
-    """Apply a cluster-state body to ``partition`` atomically, or raise ``IngestErrors``."""
+@dataclass(frozen=True)
+class ClusterStateBody:
+    """A checked cluster-state body: items with defaults filled in, quantities canonical."""
+
+    nodes: list[dict[str, Any]]
+    allocations: list[dict[str, Any]]
+    asks: list[dict[str, Any]]
+    budgets: list[dict[str, Any]]
+    removed_nodes: set[str]
+    removed_allocations: list[str]
+    removed_asks: list[str]
+
+
+def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
+    """Check a cluster-state body against ``partition`` (its leaf queues and nodes) and return
+    it with defaults filled in, or raise ``IngestErrors`` listing every problem by path.
+
+    Shared by ingestion (which then writes it) and the simulator's state overrides (which apply
+    it in memory only).
+    """
     checker = _Checker()
     data = checker.mapping(body, "", TOP_KEYS)
     queues = {q.path for q in partition.current_config().queues}
@@ -233,7 +249,25 @@ def ingest_cluster_state(
     _check_apps(checker, partition, allocations, asks)
     if checker.errors:
         raise IngestErrors(checker.errors)
+    return ClusterStateBody(
+        nodes=nodes,
+        allocations=allocations,
+        asks=asks,
+        budgets=budgets,
+        removed_nodes=removed_nodes,
+        removed_allocations=removed_allocations,
+        removed_asks=removed_asks,
+    )
 
+
+def ingest_cluster_state(
+    partition: Partition, body: object, *, actor: AbstractBaseUser | None
+) -> IngestResult:
+    """Apply a cluster-state body to ``partition`` atomically, or raise ``IngestErrors``."""
+    state = parse_cluster_state(partition, body)
+    nodes, allocations, asks, budgets = state.nodes, state.allocations, state.asks, state.budgets
+    removed_nodes = state.removed_nodes
+    removed_allocations, removed_asks = state.removed_allocations, state.removed_asks
     with transaction.atomic():
         result = _write(partition, nodes, allocations, asks, budgets)
         result.removed = {

@@ -18,7 +18,8 @@ from preemption.config import PartitionConfig
 from preemption.model import Options, Plan
 from preemption.policies import plan_ask, plan_job, plan_quota_change
 from preemption.timers import QuotaTimer, timers_after_save
-from scheduler_admin.cluster.adapters import load_cluster_state
+from scheduler_admin.cluster.adapters import load_cluster_state, with_overrides
+from scheduler_admin.cluster.services import ClusterStateBody
 from scheduler_admin.enforcement.models import QuotaTimer as TimerRow
 from scheduler_admin.enforcement.models import TimerStatus
 from scheduler_admin.enforcement.runs import active_run_queues
@@ -82,21 +83,40 @@ def preview_change(
     return ChangePreview(timers=started, plans=plans)
 
 
+class UnknownTarget(ValueError):
+    """The simulated queue, ask or job is not in the (overridden) state; ``field`` names the
+    request field to blame."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
 def simulate(
     partition: Partition, *, policy: str, target: str, new_max: dict[str, int] | None,
-    options: Options, now: datetime | None = None,
+    options: Options, now: datetime | None = None, overrides: ClusterStateBody | None = None,
 ) -> Plan:  # fmt: skip
     """Plan one decision on the current state, saving nothing (the simulator page and API).
 
     ``policy`` ``quota``: ``target`` is a queue path and ``new_max`` its hypothetical max (the
     delay is taken as passed). ``ask``: ``target`` is a pending ask id, planned with the policy
-    SPEC 4.0 gives it. ``job``: ``target`` is a job id.
+    SPEC 4.0 gives it. ``job``: ``target`` is a job id. ``overrides`` (a checked cluster-state
+    body) is applied to the loaded state in memory first: "what if these tasks were running".
+    Raises ``UnknownTarget`` when the target is not in that state.
     """
     now = now or timezone.now()
     state = load_cluster_state(partition, running_runs=active_run_queues(partition))
+    if overrides is not None:
+        state = with_overrides(state, overrides)
     if policy == "quota":
         assert new_max is not None
+        if state.config.queue(target) is None:
+            raise UnknownTarget("queue", f"no queue {target!r}")
         return plan_quota_change(state, target, new_max, now)
     if policy == "job":
+        if not any(ask.job == target for ask in state.asks):
+            raise UnknownTarget("job", f"no pending ask belongs to job {target!r}")
         return plan_job(state, target, now, options)
+    if target not in state.asks_by_id:
+        raise UnknownTarget("ask", f"no pending ask {target!r}")
     return plan_ask(state, target, now, options)

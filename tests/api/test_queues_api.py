@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from scheduler_admin.cluster.models import Allocation, Ask
 from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues.models import ConfigRevision, Queue
@@ -235,6 +236,53 @@ def test_simulate_plans_without_saving(busy, viewer):
     )
     assert_error(
         viewer.post(f"{API}/simulate", {"policy": "ask", "ask": "zz"}, format="json"), 400, "ask"
+    )
+
+
+def test_simulate_applies_state_overrides_in_memory_only(busy, viewer):
+    """What if t3 were gone, a newer task t9 ran and t0 were moved? The plan sees that state;
+    the stored state is untouched."""
+    overrides = {
+        "allocations": [
+            {"id": "t9", "queue": "root.batch.nightly", "node": "n1",
+             "resources": {"memory": "100Gi", "vcore": "10"}, "created_at": "2026-01-02T00:00:00Z"},
+        ],
+        "remove": {"allocations": ["t3"]},
+    }  # fmt: skip
+    response = viewer.post(
+        f"{API}/simulate",
+        {"policy": "quota", "queue": "root.batch.nightly", "max": {"memory": "250Gi"},
+         "state": overrides},
+        format="json",
+    )  # fmt: skip
+    assert response.status_code == 200, response.content
+    assert response.json()["victims"] == ["t9", "t2"]
+    assert sorted(Allocation.objects.values_list("external_id", flat=True)) == [
+        "t0",
+        "t1",
+        "t2",
+        "t3",
+    ]
+
+
+def test_simulate_plans_an_ask_that_exists_only_in_the_overrides(busy, viewer):
+    ask = {"id": "big", "queue": "root.research.nlp", "resources": {"memory": "1800Gi"}}
+    body = {"policy": "ask", "ask": "big", "state": {"asks": [ask]}}
+    response = viewer.post(f"{API}/simulate", body, format="json")
+    assert response.status_code == 200, response.content
+    assert response.json()["policy"] == "inter_queue"
+    assert not Ask.objects.exists()
+
+
+def test_simulate_with_bad_overrides_is_400_with_paths_under_state(busy, viewer):
+    bad = {"allocations": [{"id": "x", "queue": "root.nope", "node": "n1"}], "extra": 1}
+    body = {"policy": "quota", "queue": "root.batch.nightly", "max": {"memory": "1Gi"}}
+    body["state"] = bad
+    assert_error(
+        viewer.post(f"{API}/simulate", body, format="json"),
+        400,
+        "state.allocations[0].queue",
+        "state.extra",
     )
 
 

@@ -192,7 +192,8 @@ class RevisionSerializer(serializers.ModelSerializer):
 
 
 class SimulateSerializer(serializers.Serializer):
-    """``policy`` quota: ``queue`` and ``max``; ``ask``: an ask id; ``job``: a job id."""
+    """``policy`` quota: ``queue`` and ``max``; ``ask``: an ask id; ``job``: a job id.
+    ``state``: optional overrides in the ``cluster-state`` vocabulary, applied in memory only."""
 
     policy = serializers.ChoiceField(choices=["quota", "ask", "job"])
     queue = serializers.CharField(required=False, max_length=1024)
@@ -204,6 +205,13 @@ class SimulateSerializer(serializers.Serializer):
     )
     deviation_percent = serializers.IntegerField(required=False, min_value=0)
     max_victims = serializers.IntegerField(required=False, min_value=1)
+    state = serializers.DictField(
+        required=False,
+        help_text=(
+            "What-if state: nodes, allocations, asks, budgets and remove, as in POST "
+            "cluster-state, applied on top of the stored state for this plan only."
+        ),
+    )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         needed = {"quota": ("queue", "max"), "ask": ("ask",), "job": ("job",)}[attrs["policy"]]

@@ -30,8 +30,14 @@ from scheduler_admin.api.concurrency import expected_version, with_etag
 from scheduler_admin.api.permissions import ADMIN, OPERATOR, VIEWER
 from scheduler_admin.cluster.adapters import queue_usage
 from scheduler_admin.cluster.models import Ask, AskState
+from scheduler_admin.cluster.services import IngestErrors, parse_cluster_state
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
-from scheduler_admin.enforcement.previews import plan_json, preview_change, simulate
+from scheduler_admin.enforcement.previews import (
+    UnknownTarget,
+    plan_json,
+    preview_change,
+    simulate,
+)
 from scheduler_admin.queues import services
 from scheduler_admin.queues.api.serializers import (
     CommentSerializer,
@@ -503,19 +509,19 @@ class SimulateView(APIView):
             deviation_percent=data.get("deviation_percent", defaults.deviation_percent),
             max_victims=data.get("max_victims", defaults.max_victims),
         )
-        if data["policy"] == "quota":
-            if obj.current_config().queue(data["queue"]) is None:
-                raise ValidationError({"queue": [f"no queue {data['queue']!r}"]})
-            target = data["queue"]
-        elif data["policy"] == "ask":
-            target = data["ask"]
-            if not Ask.objects.filter(partition=obj, external_id=target).exists():
-                raise ValidationError({"ask": [f"no ask {target!r}"]})
-        else:
-            target = data["job"]
-            if not Ask.objects.filter(partition=obj, job=target).exists():
-                raise ValidationError({"job": [f"no ask belongs to job {target!r}"]})
-        plan = simulate(
-            obj, policy=data["policy"], target=target, new_max=data.get("max"), options=options
-        )
+        target = data[{"quota": "queue", "ask": "ask", "job": "job"}[data["policy"]]]
+        overrides = None
+        if "state" in data:
+            try:
+                overrides = parse_cluster_state(obj, data["state"])
+            except IngestErrors as exc:
+                errors = {f"state.{path}": msgs for path, msgs in exc.errors.items()}
+                raise ValidationError(errors) from exc
+        try:
+            plan = simulate(
+                obj, policy=data["policy"], target=target, new_max=data.get("max"),
+                options=options, overrides=overrides,
+            )  # fmt: skip
+        except UnknownTarget as exc:
+            raise ValidationError({exc.field: [str(exc)]}) from exc
         return Response(plan_json(plan))
