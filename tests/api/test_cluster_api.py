@@ -232,7 +232,7 @@ def test_an_allocation_in_the_scenario_vocabulary(loaded, viewer):
     body = viewer.get(f"{API}/allocations/{POD_A}/").json()
     assert body == {
         "id": POD_A, "app": "train", "user": "", "queue": "root.research.vision", "node": "n1",
-        "resources": {"memory": 10 * GI}, "priority": 0, "allow_preemption": True,
+        "resources": {"memory": "10Gi"}, "priority": 0, "allow_preemption": True,
         "originator": False, "required_node": None, "job": "gang-1", "qos": None, "pdb": None,
         "created_at": "2026-01-01T10:00:00Z", "state": "running",
         "state_changed_at": body["state_changed_at"],
@@ -290,7 +290,7 @@ def test_ask_filters(loaded, viewer, params, expected):
 def test_an_ask_shows_its_node_and_defaults(loaded, viewer):
     body = viewer.get(f"{API}/asks/ask-2/").json()
     assert body["node"] == "n1" and body["state"] == "reserved"
-    assert body["resources"] == {"vcore": 500}
+    assert body["resources"] == {"vcore": "500m"}
     assert body["app"] == "ask-2"  # app defaults to the id
     assert body["preemption_policy"] == "PreemptLowerPriority"
 
@@ -301,7 +301,7 @@ def test_nodes_list_and_filter(loaded, viewer):
     unschedulable = viewer.get(f"{API}/nodes/", {"schedulable": "false"}).json()["results"]
     assert [n["name"] for n in unschedulable] == ["n2"]
     node = viewer.get(f"{API}/nodes/n2/").json()
-    assert node["capacity"] == {"memory": 512 * GI, "vcore": 32000}
+    assert node["capacity"] == {"memory": "512Gi", "vcore": "32"}
 
 
 def test_applications_show_their_queue_and_counts(loaded, viewer):

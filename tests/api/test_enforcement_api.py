@@ -221,15 +221,15 @@ def test_a_run_shows_its_victims_and_explanations(run, viewer):
     }  # fmt: skip
     assert body["timer"] == run.timer_id and body["attempt"] == 1 and body["node"] == ""
     assert body["targets"] == {
-        "root.team.a": {"memory": 20 * GB}, "root.team.b": {"memory": 60 * GB}
+        "root.team.a": {"memory": "20G"}, "root.team.b": {"memory": "60G"}
     }  # fmt: skip
-    assert body["freed"] == {"memory": 110 * GB}
+    assert body["freed"] == {"memory": "110G"}
     assert body["nominations"] == {}
     assert body["victim_count"] == 3
     assert [v["allocation_id"] for v in body["victims"]] == ["a2", "b2", "b1"]
     assert body["victims"][0] == {
         "position": 0, "allocation_id": "a2", "queue": "root.team.a", "node": "n1",
-        "resources": {"memory": 30 * GB}, "preempted_at": "2026-03-01T12:00:02Z",
+        "resources": {"memory": "30G"}, "preempted_at": "2026-03-01T12:00:02Z",
     }  # fmt: skip
     explanations = {e["candidate"]: e for e in body["explanations"]}
     assert explanations["b3"] == {"candidate": "b3", "accepted": False,

@@ -1,7 +1,8 @@
 """Serializers of the cluster-state API (SPEC 3.3 and 7).
 
 Output speaks the scenario files' vocabulary (``id``, ``app``, ``queue``, ``node``, ...), the same
-names the ``cluster-state`` body uses, with quantities in canonical units (bytes, millicores).
+names the ``cluster-state`` body uses, with quantities as exact strings, as every API writes
+them (``scheduler_admin.api.fields``).
 
 The ``ClusterState*`` input serializers only describe the body for the OpenAPI schema: the body
 is checked by ``ingest_cluster_state`` itself, which reports every problem with its path
@@ -13,6 +14,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from scheduler_admin.api.fields import RESOURCES_SCHEMA, ResourcesField
 from scheduler_admin.cluster.models import (
     Allocation,
     AllocationState,
@@ -23,36 +25,8 @@ from scheduler_admin.cluster.models import (
     Node,
 )
 
-RESOURCES_SCHEMA = {
-    "type": "object",
-    "additionalProperties": {"type": "integer", "minimum": 0},
-    "description": "Resource name -> quantity in canonical units (memory in bytes, vcore in "
-    "millicores).",
-    "example": {"memory": 8589934592, "vcore": 2000},
-}
-QUANTITIES_SCHEMA = {
-    "type": "object",
-    "additionalProperties": {
-        "oneOf": [
-            {
-                "type": "string",
-                "pattern": r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$",
-            },
-            {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
-        ]
-    },
-    "description": 'Resource name -> quantity: an integer or a string with a suffix ("8Gi", '
-    '"500m"; a bare vcore number is cores).',
-    "example": {"memory": "8Gi", "vcore": "2"},
-}
-
 
 @extend_schema_field(RESOURCES_SCHEMA)
-class ResourcesField(serializers.JSONField):
-    """A stored resource set (read only)."""
-
-
-@extend_schema_field(QUANTITIES_SCHEMA)
 class QuantitiesField(serializers.JSONField):
     """A resource set as the client writes it (schema only)."""
 

@@ -8,7 +8,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from scheduler_admin.cluster.api.serializers import ResourcesField
+from scheduler_admin.api.fields import ResourcesField, TargetsField
 from scheduler_admin.enforcement.models import (
     EvictionOrder,
     PreemptionRun,
@@ -56,17 +56,6 @@ class ExplanationSerializer(serializers.Serializer):
     candidate = serializers.CharField()
     accepted = serializers.BooleanField()
     reason = serializers.CharField()
-
-
-@extend_schema_field(
-    {
-        "type": "object",
-        "additionalProperties": {"type": "object", "additionalProperties": {"type": "integer"}},
-        "description": "Leaf queue -> resources to free (quota policy).",
-    }
-)
-class TargetsField(serializers.JSONField):
-    pass
 
 
 @extend_schema_field(

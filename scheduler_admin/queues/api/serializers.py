@@ -16,28 +16,8 @@ from rest_framework import serializers
 from preemption import resources
 from preemption.config import ASK_POLICIES, PartitionConfig, PartitionSettings, QueueConfig
 from preemption.durations import DurationError, format_duration, parse_duration
+from scheduler_admin.api.fields import ResourcesField
 from scheduler_admin.queues.models import ConfigRevision, Partition
-
-
-@extend_schema_field(
-    {"type": "object", "additionalProperties": {"oneOf": [{"type": "string"}, {"type": "integer"}]}}
-)
-class ResourcesField(serializers.Field):
-    """A resource map: ``{"memory": "10Gi", "vcore": 4}`` in, canonical integers inside,
-    quantity strings out."""
-
-    default_error_messages = {"invalid": "must be a mapping of resource name to quantity"}
-
-    def to_internal_value(self, data: object) -> dict[str, int]:
-        try:
-            return resources.parse_resources(data, field=self.field_name or "resources")
-        except resources.ResourceErrors as exc:
-            raise serializers.ValidationError(
-                {error.field.split(".", 1)[-1]: [error.message] for error in exc.errors}
-            ) from None
-
-    def to_representation(self, value: dict[str, int]) -> dict[str, str]:
-        return resources.format_resources(value)
 
 
 class PropertiesField(serializers.DictField):
