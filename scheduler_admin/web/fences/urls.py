@@ -1,7 +1,7 @@
 from django.urls import path
 
-from scheduler_admin.web.placeholder import not_built
+from scheduler_admin.web.fences import views
 
 urlpatterns = [
-    path("fences/", not_built, name="fences"),
+    path("fences/", views.fences, name="fences"),
 ]

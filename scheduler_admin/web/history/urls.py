@@ -1,7 +1,18 @@
 from django.urls import path
 
-from scheduler_admin.web.placeholder import not_built
+from scheduler_admin.web.history import views
 
 urlpatterns = [
-    path("history/", not_built, name="history"),
+    path("history/", views.history, name="history"),
+    path("history/diff/", views.history_diff, name="history-diff"),
+    path(
+        "history/<str:partition>/<int:number>/",
+        views.history_revision,
+        name="history-revision",
+    ),
+    path(
+        "history/<str:partition>/<int:number>/revert/",
+        views.history_revert,
+        name="history-revert",
+    ),
 ]

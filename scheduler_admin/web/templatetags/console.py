@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from django import template
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
+from django.utils.html import format_html_join
+from django.utils.safestring import SafeString, mark_safe
 
 from scheduler_admin.web import common
 
@@ -22,7 +22,7 @@ def human_resources(amounts: dict[str, int] | None) -> SafeString:
     """Resource set as short readings, each with its exact quantity as a tooltip;
     "—" when empty."""
     if not amounts:
-        return format_html('<span class="muted">—</span>')
+        return mark_safe('<span class="muted">—</span>')  # a constant: nothing to escape
     return format_html_join(
         " ",
         '<span class="res" title="{} {}">{} {}</span>',
