@@ -76,16 +76,18 @@ def apply_config_change(
         _record(kind, row, actor, at, f"{verb}: due in {format_duration(timer.delay)}")
 
 
-def cancel_timer(timer_id: int, *, actor: AbstractBaseUser | None) -> QuotaTimer:
-    """An admin stops a pending timer before it falls due (audited)."""
+def cancel_timer(
+    timer_id: int, *, actor: AbstractBaseUser | None, partition: Partition | None = None
+) -> QuotaTimer:
+    """An operator stops a pending timer before it falls due (audited). With ``partition``, a
+    timer of another partition counts as unknown: callers that reached it through a partition's
+    URL can never cancel another partition's timer, even if their own lookup were wrong."""
     now = timezone.now()
     with transaction.atomic():
-        row = (
-            QuotaTimer.objects.select_for_update()
-            .select_related("partition")
-            .filter(id=timer_id, status=TimerStatus.PENDING)
-            .first()
-        )
+        pending = QuotaTimer.objects.select_for_update().select_related("partition")
+        if partition is not None:
+            pending = pending.filter(partition=partition)
+        row = pending.filter(id=timer_id, status=TimerStatus.PENDING).first()
         if row is None:
             raise TimerNotFound(f"no pending timer {timer_id}")
         row.status = TimerStatus.CANCELLED

@@ -173,6 +173,17 @@ def test_an_admin_can_cancel_a_pending_timer(partition):
         cancel_timer(timer.pk, actor=None)
 
 
+def test_cancelling_through_another_partition_finds_no_timer(partition):
+    lower_team_max(100)
+    timer = QuotaTimer.objects.get(status=TimerStatus.PENDING)
+    other = Partition.objects.create(name="other")
+    with pytest.raises(TimerNotFound):
+        cancel_timer(timer.pk, actor=None, partition=other)
+    assert QuotaTimer.objects.get(pk=timer.pk).status == TimerStatus.PENDING
+    cancel_timer(timer.pk, actor=None, partition=partition)
+    assert QuotaTimer.objects.get(pk=timer.pk).status == TimerStatus.CANCELLED
+
+
 def test_a_timer_falls_through_as_not_needed_when_usage_dropped(partition):
     lower_team_max(100)
     ingest_cluster_state(partition, {"remove": {"allocations": ["a1", "a2", "b1"]}}, actor=None)

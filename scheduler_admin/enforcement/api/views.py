@@ -71,7 +71,7 @@ class TimerViewSet(PartitionScoped, mixins.ListModelMixin, viewsets.GenericViewS
         """404 for a timer of another partition, an unknown one, or one that already ended."""
         timer = get_object_or_404(self.get_queryset(), pk=pk)
         try:
-            timer = cancel_timer(timer.pk, actor=request.user)
+            timer = cancel_timer(timer.pk, actor=request.user, partition=timer.partition)
         except TimerNotFound as exc:
             raise NotFound(str(exc)) from exc
         return Response(self.get_serializer(timer).data)
