@@ -1,7 +1,7 @@
 from django.urls import path
 
-from scheduler_admin.web.placeholder import not_built
+from scheduler_admin.web.simulator.views import simulator
 
 urlpatterns = [
-    path("simulator/", not_built, name="simulator"),
+    path("simulator/", simulator, name="simulator"),
 ]

@@ -1,0 +1,252 @@
+"""The queue page (SPEC 8): effective settings with their sources, usage against guaranteed and
+max, the subtree's tasks and pending asks, the pending quota timer, this queue's history, and the
+edit form with its preview.
+
+Every signed-in user may read the page. Its POSTs (preview, save, cancel the timer) need the
+operator role; they are told apart by the ``action`` field rather than by sub-URLs, because a
+queue path may itself contain ``/`` and so no suffix after it could be told from a queue name.
+Writes go through ``queues.services.update_queue`` and ``enforcement.timers.cancel_timer``; a
+preview calls ``enforcement.previews.preview_change`` and writes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+
+from preemption import resources
+from preemption.config import PartitionConfig, QueueConfig
+from preemption.hierarchy import ConfigErrors, Hierarchy, validate_config
+from scheduler_admin.accounts.roles import OPERATOR, has_role
+from scheduler_admin.cluster.adapters import queue_usage
+from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
+from scheduler_admin.enforcement.previews import preview_change
+from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
+from scheduler_admin.queues import services
+from scheduler_admin.queues.models import Partition, Queue
+from scheduler_admin.web.common import partition_or_404, post_requires_role, queue_url
+from scheduler_admin.web.queue_pages import effective, tables
+from scheduler_admin.web.queue_pages.effective import exact_quantity
+from scheduler_admin.web.queue_pages.forms import PREVIEW, SAVE, QueueEdit
+from scheduler_admin.web.queue_pages.history import describe_queue_changes, queue_history
+from scheduler_admin.web.queue_pages.plans import plan_view
+
+CANCEL_TIMER = "cancel_timer"
+
+TASK_LABELS = {
+    "id": "Task", "app": "Application", "queue": "Queue", "node": "Node",
+    "priority": "Priority", "created": "Started", "state": "State",
+}  # fmt: skip
+ASK_LABELS = {
+    "id": "Ask", "app": "Application", "queue": "Queue", "priority": "Priority",
+    "created": "Waiting since", "state": "State",
+}  # fmt: skip
+
+
+@post_requires_role(OPERATOR)
+def queue_detail(request: HttpRequest, partition: str, queue: str) -> HttpResponse:
+    """Show the queue; on POST run one action (``preview``, ``save`` or ``cancel_timer``).
+
+    Steps of a POST: refuse lower roles (403); ``cancel_timer`` cancels and redirects;
+    ``preview``/``save`` validate the form, then either render the plans the change would
+    trigger (saving nothing) or save through the service and redirect with a message. Any
+    refusal re-renders the page with the user's input and the errors in place.
+    """
+    if "\x00" in partition or "\x00" in queue:  # PostgreSQL text cannot hold NUL: no such row
+        raise Http404("No such queue.")
+    part = partition_or_404(partition)
+    config = part.current_config()
+    queue_config = config.queue(queue)
+    row = Queue.objects.filter(partition=part, path=queue).first()
+    if queue_config is None or row is None:
+        raise Http404(f"Partition {part.name} has no queue {queue}.")
+
+    edit: QueueEdit | None = None
+    preview: dict[str, Any] | None = None
+    if request.method == "POST":
+        action = request.POST.get("action", "")
+        if action == CANCEL_TIMER:
+            return _cancel_timer(request, part, queue)
+        if action not in (PREVIEW, SAVE):
+            messages.error(request, "Unknown action: nothing was done.")
+            return redirect(queue_url(part.name, queue))
+        edit = QueueEdit(queue_config, row.version, request.POST, action=action)
+        if edit.is_valid():
+            if action == SAVE:
+                done = _save(request, part, queue, edit)
+                if done is not None:
+                    return done
+            else:
+                preview = _preview(part, config, queue_config, row.version, edit)
+    elif has_role(request.user, OPERATOR):
+        edit = QueueEdit(queue_config, row.version)
+
+    context = _page(request, part, config, queue_config)
+    context.update({"edit": edit, "preview": preview, "version": row.version})
+    return render(request, "web/queue_pages/detail.html", context)
+
+
+def _save(
+    request: HttpRequest, partition: Partition, path: str, edit: QueueEdit
+) -> HttpResponse | None:
+    """Save through ``update_queue``; a redirect on success, None (errors attached) otherwise."""
+    try:
+        result = services.update_queue(
+            partition.name,
+            path,
+            version=edit.form.cleaned_data["version"],
+            actor=request.user,
+            comment=edit.form.cleaned_data["comment"],
+            **edit.changes(),
+        )
+    except ConfigErrors as exc:
+        edit.attach_config_errors(exc.errors, path)
+        return None
+    except services.StaleVersion as exc:
+        edit.stale = _stale_message(exc.current)
+        return None
+    except services.NotFound as exc:
+        edit.errors.append(f"{exc} (it may have been deleted meanwhile): nothing was saved.")
+        return None
+    if result.revision is None:
+        messages.info(request, "Nothing to save: the values are the ones already saved.")
+    else:
+        message = f"Saved {path} as revision {result.revision.number}."
+        timer = _pending_timer(partition, path)
+        if timer is not None and timer.revision_number == result.revision.number:
+            message += f" A quota timer started: due at {timer.due_at:%Y-%m-%d %H:%M:%S} UTC."
+        messages.success(request, message)
+    return redirect(queue_url(partition.name, path))
+
+
+def _preview(
+    partition: Partition,
+    config: PartitionConfig,
+    queue: QueueConfig,
+    version: int,
+    edit: QueueEdit,
+) -> dict[str, Any] | None:
+    """What saving the form would trigger: the changed fields, the timers it would start or
+    reset and the plan each would run once due. Saves nothing. None when refused (errors on
+    the form), exactly as a save would be refused."""
+    if edit.form.cleaned_data["version"] != version:
+        edit.stale = _stale_message(version)
+        return None
+    new_config = config.with_queue(replace(queue, **edit.changes()))
+    errors = validate_config(new_config)
+    if errors:
+        edit.attach_config_errors(errors, queue.path)
+        return None
+    result = preview_change(partition, new_config)
+    return {
+        "changes": describe_queue_changes(config, new_config, queue.path),
+        "timers": sorted(result.timers.values(), key=lambda timer: timer.queue),
+        "plans": [
+            plan_view(plan, partition, title=f"Quota enforcement on {path}")
+            for path, plan in sorted(result.plans.items())
+        ],
+    }
+
+
+def _stale_message(current: int) -> str:
+    return (
+        f"Someone saved this queue since you opened the page (it is now at version {current}). "
+        "Nothing was saved. Reload the page to see their change, then make yours again."
+    )
+
+
+def _cancel_timer(request: HttpRequest, partition: Partition, path: str) -> HttpResponse:
+    """Cancel this queue's pending timer (the id in the form must be that timer)."""
+    raw = request.POST.get("timer", "")
+    timer = (
+        QuotaTimer.objects.filter(
+            partition=partition, queue_path=path, status=TimerStatus.PENDING, pk=int(raw)
+        ).first()
+        if raw.isdigit()
+        else None
+    )
+    try:
+        if timer is None:
+            raise TimerNotFound(raw)
+        cancel_timer(timer.pk, actor=request.user)
+    except TimerNotFound:
+        messages.error(request, "That timer is no longer pending: nothing was cancelled.")
+    else:
+        messages.success(request, f"Cancelled the quota timer of {path}.")
+    return redirect(queue_url(partition.name, path))
+
+
+def _pending_timer(partition: Partition, path: str) -> QuotaTimer | None:
+    return QuotaTimer.objects.filter(
+        partition=partition, queue_path=path, status=TimerStatus.PENDING
+    ).first()
+
+
+def _page(
+    request: HttpRequest, partition: Partition, config: PartitionConfig, queue: QueueConfig
+) -> dict[str, Any]:
+    """Everything the page shows besides the form."""
+    path = queue.path
+    hierarchy = Hierarchy(config)
+    usage = queue_usage(partition).get(path, {})
+    asks = tables.ask_queryset(partition, path)
+    pending: dict[str, int] = {}
+    for amounts in asks.values_list("resources", flat=True).iterator(chunk_size=5000):
+        pending = resources.add(pending, amounts)
+    limit = hierarchy.effective_max(path)
+    chart = effective.chart_rows(usage, queue.guaranteed, limit, pending)
+    names = [item.resource for item in chart]
+    timer = _pending_timer(partition, path)
+    return {
+        "partition": partition,
+        "queue": queue,
+        "path": path,
+        "is_leaf": hierarchy.is_leaf(path),
+        "ancestors": list(reversed(list(hierarchy.ancestors(path)))),
+        "children": hierarchy.children(path),
+        "settings": effective.setting_rows(hierarchy, path, partition.quota_preemption_enabled),
+        "chart": chart,
+        "geometry": effective.chart_geometry(chart),
+        "numbers": [
+            {
+                "resource": item.resource,
+                "usage": exact_quantity(usage.get(item.resource), item.resource),
+                "pending": exact_quantity(pending.get(item.resource), item.resource),
+                "guaranteed": exact_quantity(queue.guaranteed.get(item.resource), item.resource),
+                "max": exact_quantity(queue.max.get(item.resource), item.resource),
+                "effective_max": exact_quantity(limit.get(item.resource), item.resource),
+                "over_max": item.state == "over_max",
+            }
+            for item in chart
+        ],
+        "tasks": tables.sorted_page(
+            tables.task_queryset(partition, path),
+            request.GET,
+            prefix="",
+            sorts=tables.TASK_SORTS,
+            anchor="tasks-heading",
+            labels=TASK_LABELS,
+            resource_names=names,
+        ),
+        "asks": tables.sorted_page(
+            asks,
+            request.GET,
+            prefix="ask_",
+            sorts=tables.ASK_SORTS,
+            anchor="asks-heading",
+            labels=ASK_LABELS,
+            resource_names=names,
+        ),
+        "timer": timer,
+        "history": queue_history(partition, path),
+        "history_url": reverse("history") + "?" + urlencode({"partition": partition.name}),
+        "simulator_url": reverse("simulator")
+        + "?"
+        + urlencode({"partition": partition.name, "queue": path}),
+    }

@@ -1,0 +1,409 @@
+"""The queue page: effective settings with their sources, tasks and asks, the quota timer, this
+queue's history, and the edit form with its preview (SPEC 8). Real PostgreSQL, real engine."""
+
+from __future__ import annotations
+
+import io
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.test import Client
+
+from preemption.config import QueueConfig
+from preemption.resources import format_quantity
+from scheduler_admin.cluster.services import ingest_cluster_state
+from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
+from scheduler_admin.queues import services
+from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
+from scheduler_admin.web.common import queue_url
+
+pytestmark = pytest.mark.django_db
+
+GI = 1024**3
+NIGHTLY = "root.batch.nightly"
+
+
+@pytest.fixture
+def partition() -> Partition:
+    call_command("import_config", "demo/queues.yaml", stdout=io.StringIO())
+    return Partition.objects.get(name="default")
+
+
+def login(role: str) -> Client:
+    user = get_user_model().objects.create_user(f"{role}-user", password="pw-12345678")
+    user.groups.add(Group.objects.get(name=role))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def viewer() -> Client:
+    return login("viewer")
+
+
+@pytest.fixture
+def operator() -> Client:
+    return login("operator")
+
+
+def nightly_tasks(partition: Partition) -> None:
+    """Four 100Gi tasks in nightly. Quota order (SPEC 4.1): lower priority first, then newest:
+    t3 (priority 1, newest), then t2 (priority 1, older), then t1 (5), then t0 (10)."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    ingest_cluster_state(
+        partition,
+        {
+            "nodes": [{"name": "n1", "capacity": {"memory": "2Ti", "vcore": "500"}}],
+            "allocations": [
+                {"id": f"t{i}", "queue": NIGHTLY, "node": "n1", "priority": priority,
+                 "created_at": (start + timedelta(minutes=i)).isoformat(),
+                 "resources": {"memory": "100Gi", "vcore": "10"}}
+                for i, priority in enumerate([10, 5, 1, 1])
+            ],
+        },
+        actor=None,
+    )  # fmt: skip
+
+
+def edit_body(queue: Queue, **overrides: str) -> dict[str, str]:
+    """The edit form as the page renders it for ``queue``, with ``overrides`` applied."""
+    names = sorted(set(queue.guaranteed) | set(queue.max))
+    body = {
+        "version": str(queue.version),
+        "comment": "shrink nightly",
+        "res-TOTAL_FORMS": str(len(names) + 1),
+        "res-INITIAL_FORMS": str(len(names)),
+        "prop-TOTAL_FORMS": str(len(queue.properties) + 1),
+        "prop-INITIAL_FORMS": str(len(queue.properties)),
+    }
+    for index, name in enumerate(names):
+        body[f"res-{index}-name"] = name
+        for kind in ("guaranteed", "max"):
+            value = getattr(queue, kind).get(name)
+            body[f"res-{index}-{kind}"] = (
+                "" if value is None else format_quantity(value, resource=name)
+            )
+    for index, (key, value) in enumerate(sorted(queue.properties.items())):
+        body[f"prop-{index}-key"] = key
+        body[f"prop-{index}-value"] = value
+    body.update(overrides)
+    return body
+
+
+def res_index(queue: Queue, name: str) -> int:
+    return sorted(set(queue.guaranteed) | set(queue.max)).index(name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reading
+# ---------------------------------------------------------------------------------------------
+
+
+def test_unknown_partition_or_queue_is_a_404(partition, viewer):
+    assert viewer.get(queue_url("nope", "root")).status_code == 404
+    assert viewer.get(queue_url("default", "root.nope")).status_code == 404
+    assert viewer.get(queue_url("default", NIGHTLY)).status_code == 200
+    assert viewer.get(queue_url("de\x00fault", "root")).status_code == 404  # not a 500
+    assert viewer.get(queue_url("default", "root\x00")).status_code == 404
+
+
+def test_effective_values_say_where_they_come_from(partition, viewer):
+    nlp = viewer.get(queue_url("default", "root.research.nlp")).content.decode()
+    # quota.preemption.delay set on root.research, preemption.delay on nlp itself
+    assert 'inherited from <a href="/partitions/default/queues/root.research/">root.research' in nlp
+    assert "2m" in nlp and "1m" in nlp and "own value" in nlp
+
+    vision = viewer.get(queue_url("default", "root.research.vision")).content.decode()
+    assert "partition default" in vision and "30s" in vision  # no own preemption.delay
+
+    web = viewer.get(queue_url("default", "root.prod.web")).content.decode()
+    # prod is a fence, but fence is never inherited: web's policy is the built-in default
+    assert "built-in default" in web
+    # max memory 400Gi is web's own, below prod's 800Gi
+    assert "max memory" in web and "400Gi" in web
+
+
+def test_a_disabled_parent_switches_off_its_subtree_and_the_page_names_it(partition, viewer):
+    batch = Queue.objects.get(partition=partition, path="root.batch")
+    services.update_queue(
+        "default", "root.batch", version=batch.version, actor=None, comment="off",
+        properties={**batch.properties, "preemption.policy": "disabled"},
+    )  # fmt: skip
+    page = viewer.get(queue_url("default", NIGHTLY)).content.decode()
+    assert "disabled" in page
+    assert 'inherited from <a href="/partitions/default/queues/root.batch/">root.batch' in page
+
+
+def test_usage_chart_is_an_accessible_svg_with_a_table_of_numbers(partition, viewer):
+    nightly_tasks(partition)
+    page = viewer.get(queue_url("default", NIGHTLY)).content.decode()
+    assert '<svg class="usage-chart" role="img" aria-labelledby="chart-title chart-desc"' in page
+    assert "memory: usage 400Gi" in page  # the desc reads the numbers out
+    assert "<td>400Gi" in page and "<td>512Gi</td>" in page  # exact usage and own max
+
+
+def test_tasks_sort_and_page_fifty_at_a_time(partition, viewer):
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    ingest_cluster_state(
+        partition,
+        {
+            "nodes": [{"name": "n1", "capacity": {"memory": "8Ti", "vcore": "5000"}}],
+            "allocations": [
+                {"id": f"a{i:03d}", "queue": NIGHTLY, "node": "n1", "priority": i % 7,
+                 "created_at": (start + timedelta(seconds=i)).isoformat(),
+                 "resources": {"memory": f"{i + 1}Gi", "vcore": "1"}}
+                for i in range(120)
+            ],
+        },
+        actor=None,
+    )  # fmt: skip
+    url = queue_url("default", NIGHTLY)
+    first = viewer.get(url).content.decode()
+    assert "Running tasks (120)" in first
+    assert "a000" in first and "a049" in first and "a050" not in first
+    assert "Page 1 of 3" in first
+
+    third = viewer.get(url + "?page=3").content.decode()
+    assert "a100" in third and "a119" in third and "a099" not in third
+
+    by_memory = viewer.get(url + "?sort=res:memory&dir=desc").content.decode()
+    assert by_memory.index("a119") < by_memory.index("a118") < by_memory.index("a070")
+    assert "a069" not in by_memory  # 50 per page: a119 .. a070
+    assert 'aria-sort="descending"' in by_memory
+
+    by_priority = viewer.get(url + "?sort=priority&dir=asc").content.decode()
+    body = by_priority.split("Running tasks", 1)[1]
+    assert body.index("a000") < body.index("a007") < body.index("a001")  # priority 0 first, id ties
+
+    assert viewer.get(url + "?sort=bogus&page=zzz").status_code == 200  # falls back, no 500
+
+
+def test_preempting_tasks_are_marked_and_asks_have_their_own_paging(partition, viewer):
+    ingest_cluster_state(
+        partition,
+        {
+            "nodes": [{"name": "n1", "capacity": {"memory": "2Ti", "vcore": "500"}}],
+            "allocations": [
+                {"id": "gone-soon", "queue": NIGHTLY, "node": "n1", "state": "preempting",
+                 "resources": {"memory": "1Gi"}},
+            ],
+            "asks": [{"id": "waiting", "queue": NIGHTLY, "resources": {"memory": "1Gi"}}],
+        },
+        actor=None,
+    )  # fmt: skip
+    page = viewer.get(queue_url("default", "root.batch")).content.decode()  # the parent's subtree
+    assert '<tr class="preempting">' in page and "gone-soon" in page
+    assert "Pending asks (1)" in page and "waiting" in page
+
+
+def test_history_lists_only_revisions_that_touched_this_queue(partition, viewer):
+    nightly = Queue.objects.get(partition=partition, path=NIGHTLY)
+    services.update_queue(
+        "default", NIGHTLY, version=nightly.version, actor=None, comment="grow nightly",
+        max={"memory": 500 * GI, "vcore": 200_000},
+    )  # fmt: skip
+    adhoc = Queue.objects.get(partition=partition, path="root.batch.adhoc")
+    services.update_queue(
+        "default", "root.batch.adhoc", version=adhoc.version, actor=None, comment="adhoc only",
+        max={"memory": 100 * GI},
+    )  # fmt: skip
+    page = viewer.get(queue_url("default", NIGHTLY)).content.decode()
+    history = page.split("History of this queue")[1]
+    assert "grow nightly" in history and "max.memory: 512Gi → 500Gi" in history
+    assert "adhoc only" not in history
+    assert "queue added" in history  # the import created it
+    assert "/history/?partition=default" in history
+
+
+# ---------------------------------------------------------------------------------------------
+# The quota timer
+# ---------------------------------------------------------------------------------------------
+
+
+def start_nightly_timer(partition: Partition) -> QuotaTimer:
+    nightly = Queue.objects.get(partition=partition, path=NIGHTLY)
+    services.update_queue(
+        "default", NIGHTLY, version=nightly.version, actor=None, comment="shrink",
+        max={"memory": 200 * GI, "vcore": 200_000},
+    )  # fmt: skip
+    return QuotaTimer.objects.get(queue_path=NIGHTLY, status=TimerStatus.PENDING)
+
+
+def test_operator_cancels_the_pending_timer(partition, operator):
+    timer = start_nightly_timer(partition)
+    url = queue_url("default", NIGHTLY)
+    page = operator.get(url).content.decode()
+    assert "Cancel the timer" in page and "due at" in page
+
+    response = operator.post(url, {"action": "cancel_timer", "timer": timer.pk}, follow=True)
+    timer.refresh_from_db()
+    assert timer.status == TimerStatus.CANCELLED
+    assert response.redirect_chain[-1][0] == url
+    assert "Cancelled the quota timer of root.batch.nightly" in response.content.decode()
+
+
+def test_viewer_sees_no_cancel_button_and_cannot_cancel(partition, viewer):
+    timer = start_nightly_timer(partition)
+    url = queue_url("default", NIGHTLY)
+    page = viewer.get(url).content.decode()
+    assert "due at" in page and "Cancel the timer" not in page
+    assert viewer.post(url, {"action": "cancel_timer", "timer": timer.pk}).status_code == 403
+    timer.refresh_from_db()
+    assert timer.status == TimerStatus.PENDING
+
+
+# ---------------------------------------------------------------------------------------------
+# Editing
+# ---------------------------------------------------------------------------------------------
+
+
+def test_viewer_sees_no_form_and_a_save_from_them_is_403(partition, viewer):
+    nightly = Queue.objects.get(partition=partition, path=NIGHTLY)
+    url = queue_url("default", NIGHTLY)
+    assert 'value="save"' not in viewer.get(url).content.decode()
+    before = ConfigRevision.objects.count()
+    assert viewer.post(url, edit_body(nightly, action="save")).status_code == 403
+    assert ConfigRevision.objects.count() == before
+
+
+def test_a_good_edit_saves_one_revision_and_redirects_with_a_message(partition, operator):
+    nightly = Queue.objects.get(partition=partition, path=NIGHTLY)
+    i = res_index(nightly, "memory")
+    before = ConfigRevision.objects.count()
+    url = queue_url("default", NIGHTLY)
+    body = edit_body(nightly, action="save", **{f"res-{i}-max": "256Gi"})
+    body.update({"res-2-name": "pods", "res-2-max": "100"})  # the empty row adds a resource
+    response = operator.post(url, body)
+    assert response.status_code == 302 and response["Location"] == url
+    assert ConfigRevision.objects.count() == before + 1
+    nightly.refresh_from_db()
+    assert nightly.max == {"memory": 256 * GI, "vcore": 200_000, "pods": 100}
+    assert ConfigRevision.objects.latest("number").comment == "shrink nightly"
+    page = operator.get(url).content.decode()
+    assert "Saved root.batch.nightly as revision" in page and "A quota timer started" in page
+
+
+def test_a_bad_quantity_is_refused_inline_and_nothing_is_saved(partition, operator):
+    nightly = Queue.objects.get(partition=partition, path=NIGHTLY)
+    i = res_index(nightly, "memory")
+    before = ConfigRevision.objects.count()
+    response = operator.post(
+        queue_url("default", NIGHTLY),
+        edit_body(nightly, action="save", **{f"res-{i}-max": "12 bananas"}),
+    )
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert ConfigRevision.objects.count() == before
+    # the message sits in the max cell of the memory row, and the user's input is kept
+    cell = page.split(f'name="res-{i}-max"')[1].split("</td>")[0]
+    assert "unknown suffix" in cell or "not a number" in cell
+    assert 'value="12 bananas"' in page
+
+
+def test_a_rule_of_the_service_is_shown_next_to_its_field(partition, operator):
+    nightly = Queue.objects.get(partition=partition, path=NIGHTLY)
+    i = res_index(nightly, "memory")
+    before = ConfigRevision.objects.count()
+    response = operator.post(  # batch's max memory is 1Ti: nightly may not exceed it
+        queue_url("default", NIGHTLY),
+        edit_body(nightly, action="save", **{f"res-{i}-max": "2Ti"}),
+    )
+    cell = response.content.decode().split(f'name="res-{i}-max"')[1].split("</td>")[0]
+    assert "above the parent&#x27;s effective max" in cell
+    assert ConfigRevision.objects.count() == before
+
+
+def test_an_edit_without_comment_is_refused_inline(partition, operator):
+    nightly = Queue.objects.get(partition=partition, path=NIGHTLY)
+    before = ConfigRevision.objects.count()
+    response = operator.post(
+        queue_url("default", NIGHTLY), edit_body(nightly, action="save", comment="  ")
+    )
+    page = response.content.decode()
+    assert response.status_code == 200 and ConfigRevision.objects.count() == before
+    comment = page.split('name="comment"')[1].split("</p>")[0]
+    assert "A change comment is required to save." in comment
+
+
+def test_a_stale_version_is_refused_with_a_clear_message(partition, operator):
+    nightly = Queue.objects.get(partition=partition, path=NIGHTLY)
+    read = edit_body(nightly, action="save", **{f"res-{res_index(nightly, 'memory')}-max": "300Gi"})
+    services.update_queue(  # someone else saves first
+        "default", NIGHTLY, version=nightly.version, actor=None, comment="other",
+        max={"memory": 400 * GI, "vcore": 200_000},
+    )  # fmt: skip
+    before = ConfigRevision.objects.count()
+    page = operator.post(queue_url("default", NIGHTLY), read).content.decode()
+    assert "Someone saved this queue since you opened the page" in page
+    assert "Nothing was saved" in page
+    assert ConfigRevision.objects.count() == before
+    nightly.refresh_from_db()
+    assert nightly.max["memory"] == 400 * GI
+
+
+def test_preview_lists_the_victims_the_engine_plans_and_saves_nothing(partition, operator):
+    nightly_tasks(partition)
+    nightly = Queue.objects.get(partition=partition, path=NIGHTLY)
+    before = ConfigRevision.objects.count()
+    response = operator.post(
+        queue_url("default", NIGHTLY),
+        edit_body(
+            nightly, action="preview", **{f"res-{res_index(nightly, 'memory')}-max": "200Gi"}
+        ),
+    )
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "Nothing was saved." in page
+    assert "max.memory: 512Gi → 200Gi" in page
+    victims = page.split("<h4>Victims (2)</h4>")[1].split("</table>")[0]
+    assert victims.index("t3") < victims.index("t2")  # newest of the lowest priority first
+    assert "t0" not in victims and "t1" not in victims
+    assert "Not needed: earlier victims already free enough." in page  # t0, t1 explained
+    assert "target_met" in page and "complete" in page
+    assert ConfigRevision.objects.count() == before
+    assert not QuotaTimer.objects.filter(status=TimerStatus.PENDING).exists()
+    nightly.refresh_from_db()
+    assert nightly.max["memory"] == 512 * GI
+
+
+def test_queue_names_with_slash_and_hash_work_for_reading_and_saving(partition, operator):
+    config = partition.current_config()
+    odd = QueueConfig.child_of("root.batch", "team/a#1", max={"memory": 10 * GI})
+    services.save_partition_config(config.with_queue(odd), actor=None, comment="odd name")
+    url = queue_url("default", odd.path)
+    assert "team%2Fa%231" in url
+    page = operator.get(url)
+    assert page.status_code == 200 and "root.batch.team/a#1" in page.content.decode()
+
+    queue = Queue.objects.get(partition=partition, path=odd.path)
+    response = operator.post(url, edit_body(queue, action="save", **{"res-0-max": "5Gi"}))
+    assert response.status_code == 302 and response["Location"] == url
+    queue.refresh_from_db()
+    assert queue.max == {"memory": 5 * GI}
+
+
+def test_a_bad_property_value_is_refused_next_to_it(partition, operator):
+    nightly = Queue.objects.get(partition=partition, path=NIGHTLY)
+    before = ConfigRevision.objects.count()
+    body = edit_body(nightly, action="save", **{
+        "prop-0-key": "preemption.policy", "prop-0-value": "sometimes",
+    })  # fmt: skip
+    page = operator.post(queue_url("default", NIGHTLY), body).content.decode()
+    cell = page.split('name="prop-0-value"')[1].split("</td>")[0]
+    assert "&#x27;sometimes&#x27; is not one of default, fence, disabled" in cell
+    assert ConfigRevision.objects.count() == before
+
+
+def test_a_tampered_version_is_refused_without_a_500(partition, operator):
+    nightly = Queue.objects.get(partition=partition, path=NIGHTLY)
+    before = ConfigRevision.objects.count()
+    response = operator.post(
+        queue_url("default", NIGHTLY), edit_body(nightly, action="save", version="abc")
+    )
+    assert response.status_code == 200
+    assert "version: Enter a whole number. Reload the page." in response.content.decode()
+    assert ConfigRevision.objects.count() == before
