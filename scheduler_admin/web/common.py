@@ -14,7 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
@@ -55,6 +55,8 @@ def selected_partition(request: HttpRequest) -> Partition | None:
     name = request.GET.get("partition")
     partitions = Partition.objects.order_by("name")
     if name:
+        if "\x00" in name:  # PostgreSQL cannot compare text holding NUL: no such partition
+            raise Http404("no such partition")
         return get_object_or_404(Partition, name=name)
     return partitions.first()
 
