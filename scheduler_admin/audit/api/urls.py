@@ -23,7 +23,7 @@ urlpatterns = [
     path(
         "audit/",
         AuditEventViewSet.as_view({"get": "list"}, basename=_BASENAME, detail=False),
-        name="audit-list",
+        name="api-audit-list",
     ),
     path("audit/export.csv", _list_action("export_csv"), name="audit-export-csv"),
     path("audit/export.json", _list_action("export_json"), name="audit-export-json"),
@@ -33,6 +33,6 @@ urlpatterns = [
     re_path(
         r"^audit/(?P<pk>[^/.]+)/$",
         AuditEventViewSet.as_view({"get": "retrieve"}, basename=_BASENAME, detail=True),
-        name="audit-detail",
+        name="api-audit-detail",
     ),
 ]

@@ -1,9 +1,11 @@
+"""Runs and audit pages: filterable lists, run detail with explanations, exports."""
+
 from django.urls import path
 
-from scheduler_admin.web.placeholder import not_built
+from scheduler_admin.web.activity import views
 
 urlpatterns = [
-    path("runs/", not_built, name="run-list"),
-    path("runs/<int:pk>/", not_built, name="run-detail"),
-    path("audit/", not_built, name="audit-list"),
+    path("runs/", views.run_list, name="run-list"),
+    path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("audit/", views.audit_list, name="audit-list"),
 ]

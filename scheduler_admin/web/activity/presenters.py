@@ -1,0 +1,224 @@
+"""Read-only shaping of runs and audit events for the Runs and Audit pages.
+
+Views stay thin: they filter, page and render; what a row shows (paging, the order and counts of
+explanations, readable audit details) is decided here, in plain functions that take rows and
+return rows. A run's candidates and per-leaf targets are the same rows the change preview and
+the simulator show (``web.queue_pages.plans``: ``CandidateRow``, ``TargetRow``), so a stored run
+and a previewed plan read alike.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.http import HttpRequest, QueryDict
+from django.urls import reverse
+from django_filters import FilterSet
+
+from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.web.explanations import ALERT_OUTCOMES, reason_text
+from scheduler_admin.web.queue_pages import plans
+from scheduler_admin.web.queue_pages.plans import CandidateRow, TargetRow
+
+#: Rows per page of every list on these pages. A run can explain 100,000 candidates, so the
+#: explanation list is paged too rather than written out whole.
+PER_PAGE = 50
+
+
+# --------------------------------------------------------------------------------------------
+# Filters and paging
+# --------------------------------------------------------------------------------------------
+
+
+def bind_filters(
+    filterset_class: type[FilterSet],
+    request: HttpRequest,
+    queryset: Any,
+    labels: Mapping[str, str],
+    placeholders: Mapping[str, str],
+) -> FilterSet:
+    """Bind the API's own FilterSet to the page's query string (STYLE habit 8: one FilterSet
+    serves API and HTML), relabelling its fields for people: django-filter's generated labels
+    ("Created at is greater than or equal to") read badly on a form. Choice fields get "Any" as
+    their empty choice. The parameter names stay those of the API, so the same query string
+    works on both. Always bound (an empty query string is valid: no filter)."""
+    filterset = filterset_class(request.GET, queryset=queryset)
+    filterset.form.label_suffix = ""
+    for name, field in filterset.form.fields.items():
+        if name in labels:
+            field.label = labels[name]
+        if name in placeholders:
+            field.widget.attrs["placeholder"] = placeholders[name]
+        if getattr(field, "empty_label", None) is not None:  # django-filter's choice fields
+            choices = [choice for choice in field.choices if choice[0] != ""]
+            field.empty_label = "Any"
+            field.choices = choices  # rebuilds the iterator that prepends the empty choice
+    return filterset
+
+
+def page_of(request: HttpRequest, items: Sequence[Any] | Any, param: str = "page") -> Page:
+    """The requested page of ``items``; a missing or bad page number gives the first or last
+    page instead of an error (``Paginator.get_page``)."""
+    return Paginator(items, PER_PAGE).get_page(request.GET.get(param))
+
+
+@dataclass(frozen=True)
+class Pager:
+    """Links to the neighbouring pages of one list, keeping every other parameter (filters, the
+    other list's page) so paging one list of a page leaves the rest as it was."""
+
+    page: Page
+    param: str
+    first: str
+    previous: str
+    next: str
+    last: str
+
+
+def pager(request: HttpRequest, page: Page, param: str = "page") -> Pager:
+    def link(number: int) -> str:
+        params = request.GET.copy()
+        params[param] = str(number)
+        return f"?{params.urlencode()}"
+
+    last = page.paginator.num_pages
+    return Pager(
+        page=page,
+        param=param,
+        first=link(1) if page.number > 1 else "",
+        previous=link(page.previous_page_number()) if page.has_previous() else "",
+        next=link(page.next_page_number()) if page.has_next() else "",
+        last=link(last) if page.number < last else "",
+    )
+
+
+def query_without(params: QueryDict, *names: str) -> str:
+    """The query string minus the given parameters (paging), e.g. for export links that must
+    carry the same filters as the page."""
+    copy = params.copy()
+    for name in names:
+        copy.pop(name, None)
+    return copy.urlencode()
+
+
+def is_alert(outcome: str) -> bool:
+    """Outcomes the lists highlight: the run could not do what it was started for."""
+    return outcome in ALERT_OUTCOMES
+
+
+# --------------------------------------------------------------------------------------------
+# Run detail
+# --------------------------------------------------------------------------------------------
+
+
+def leaf_rows(
+    targets: Mapping[str, Mapping[str, int]], victims: Iterable[tuple[str, str, Mapping[str, int]]]
+) -> list[TargetRow]:
+    """Targets against freed amounts per leaf (quota runs), as the change preview shows them.
+
+    The run stores one total ``freed``; per leaf it is the sum of that leaf's victims' resources
+    as stored with the run (``RunVictim``, given as ``(allocation_id, queue_path, resources)``),
+    not as the allocations are now: they may have been released and removed since.
+    """
+    rows = [
+        CandidateRow(
+            id=allocation_id, accepted=True, reason="victim", words="", rule="",
+            order=index + 1, queue=queue, resources=dict(amounts),
+        )
+        for index, (allocation_id, queue, amounts) in enumerate(victims)
+    ]  # fmt: skip
+    return plans.target_rows(targets, rows)
+
+
+@dataclass(frozen=True)
+class ReasonCount:
+    code: str
+    words: str
+    rule: str
+    count: int
+    accepted: bool
+
+
+def reason_counts(explanations: Sequence[Mapping[str, Any]]) -> list[ReasonCount]:
+    """How many candidates each reason covers, accepted ones first, then the most frequent: a
+    summary that stays readable when the list below runs to thousands of pages."""
+    counts = Counter((bool(e["accepted"]), e["reason"]) for e in explanations)
+    rows = [
+        ReasonCount(code, *reason_text(code), count=count, accepted=accepted)
+        for (accepted, code), count in counts.items()
+    ]
+    return sorted(rows, key=lambda row: (not row.accepted, -row.count, row.code))
+
+
+def ordered_explanations(
+    explanations: Sequence[Mapping[str, Any]], victim_order: Sequence[str], reason: str = ""
+) -> list[Mapping[str, Any]]:
+    """Every candidate's explanation, accepted ones first in the order they were taken, then
+    the others by candidate id (the engine's order); ``reason`` keeps only that code."""
+    position = {candidate: index for index, candidate in enumerate(victim_order)}
+    chosen = [e for e in explanations if not reason or e["reason"] == reason]
+    return sorted(
+        chosen,
+        key=lambda e: (
+            not e["accepted"],
+            position.get(e["candidate"], len(position)),
+            e["candidate"],
+        ),
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Audit events
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class AuditRow:
+    event: AuditEvent
+    details: list[tuple[str, str]]
+    run_url: str
+
+
+def audit_rows(events: Iterable[AuditEvent]) -> list[AuditRow]:
+    """Each event with its details as readable ``(key, value)`` lines and a link to its run."""
+    return [
+        AuditRow(event=event, details=detail_lines(event.data), run_url=_run_url(event))
+        for event in events
+    ]
+
+
+def detail_lines(data: Any) -> list[tuple[str, str]]:
+    """Top-level keys of an event's ``data`` in order, scalars as text, lists of scalars joined
+    with commas, anything nested as compact JSON (exact, as the JSON export has it)."""
+    if not isinstance(data, dict):
+        return [("data", _text(data))] if data not in (None, "", [], {}) else []
+    return [(str(key), _text(value)) for key, value in data.items()]
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str | int | float):
+        return str(value)
+    if isinstance(value, list) and all(isinstance(item, str | int | float) for item in value):
+        return ", ".join(str(item) for item in value) if value else "none"
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(", ", ": "))
+
+
+def _run_url(event: AuditEvent) -> str:
+    """Run events name their run as the object; victim events carry it in ``data``."""
+    run_id: Any = None
+    if event.object_type == "run":
+        run_id = event.object_id
+    elif isinstance(event.data, dict):
+        run_id = event.data.get("run")
+    if isinstance(run_id, int) or (isinstance(run_id, str) and run_id.isdigit()):
+        return reverse("run-detail", kwargs={"pk": int(run_id)})
+    return ""

@@ -1,0 +1,180 @@
+"""Runs and Audit pages (SPEC 8): filterable lists, a run with its victims and the explanation
+of every candidate, and the audit log with its exports.
+
+Everything here reads. The lists bind the same FilterSets as the REST API (``RunFilterSet``,
+``AuditEventFilter``), so a query string means the same on ``/runs/`` and ``/api/v1/runs/``,
+and the export links can hand the page's own query string to ``/api/v1/audit/export.*``.
+A filter value that does not parse is shown next to its field and the list stays empty: the
+page never guesses what was meant and never answers with a 500.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.db.models import Count
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.urls import reverse
+from django.views.decorators.http import require_safe
+
+from scheduler_admin.audit.filtersets import AuditEventFilter
+from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.enforcement.filtersets import RunFilterSet
+from scheduler_admin.enforcement.models import EvictionOrder, EvictionStatus, PreemptionRun
+from scheduler_admin.queues.models import Partition
+from scheduler_admin.web.activity import presenters
+from scheduler_admin.web.explanations import outcome_text
+from scheduler_admin.web.queue_pages import plans
+
+TIME_PLACEHOLDER = "2026-03-01T12:00Z"
+TIME_HELP = "ISO 8601 date or time; without an offset it means UTC."
+
+RUN_LABELS = {
+    "partition": "Partition",
+    "queue": "Queue (exactly)",
+    "queue_subtree": "Queue and below",
+    "policy": "Policy",
+    "outcome": "Outcome",
+    "status": "Status",
+    "trigger": "Trigger",
+    "since": "Created from",
+    "until": "Created before",
+}
+AUDIT_LABELS = {
+    "kind": "Kind",
+    "partition": "Partition",
+    "queue": "Queue (exactly)",
+    "queue_prefix": "Queue and below",
+    "actor": "Actor",
+    "since": "From",
+    "until": "Before",
+    "q": "Summary contains",
+}
+PLACEHOLDERS = {
+    "since": TIME_PLACEHOLDER,
+    "until": TIME_PLACEHOLDER,
+    "queue": "root.batch.nightly",
+    "queue_subtree": "root.batch",
+    "queue_prefix": "root.batch",
+}
+
+
+@require_safe
+def run_list(request: HttpRequest) -> HttpResponse:
+    """Runs newest first, filtered like ``GET /api/v1/runs/``; short / does-not-help runs are
+    highlighted because they are the ones somebody has to look at."""
+    queryset = (
+        PreemptionRun.objects.select_related("partition")
+        .defer("explanations", "targets", "freed", "nominations")  # large; the list needs none
+        .annotate(victim_count=Count("victims"))
+        .order_by("-created_at", "-id")
+    )
+    filterset = presenters.bind_filters(RunFilterSet, request, queryset, RUN_LABELS, PLACEHOLDERS)
+    _dress(filterset)
+    valid = filterset.is_valid()
+    page = presenters.page_of(request, filterset.qs if valid else queryset.none())
+    rows = [
+        {"run": run, "alert": presenters.is_alert(run.outcome), "words": outcome_text(run.outcome)}
+        for run in page
+    ]
+    return render(
+        request,
+        "web/activity/run_list.html",
+        {
+            "filterset": filterset,
+            "valid": valid,
+            "pager": presenters.pager(request, page),
+            "rows": rows,
+            "partitions": Partition.objects.order_by("name").values_list("name", flat=True),
+            "filtered": any(request.GET.get(name) for name in filterset.filters),
+        },
+    )
+
+
+@require_safe
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """One run: what started it, how it ended in plain words, its victims in the order taken
+    with their eviction orders, targets against freed per leaf, and the explanation of every
+    candidate (accepted first). Victims and explanations are paged separately (``vpage``,
+    ``epage``); ``reason`` narrows the explanations to one reason code."""
+    run = get_object_or_404(PreemptionRun.objects.select_related("partition", "timer"), pk=pk)
+    victims = run.victims.select_related("eviction").order_by("position")
+    victim_page = presenters.page_of(request, victims, "vpage")
+    victim_order = list(victims.values_list("allocation_id", flat=True))
+
+    reason = request.GET.get("reason", "")
+    explanations = run.explanations if isinstance(run.explanations, list) else []
+    ordered = presenters.ordered_explanations(explanations, victim_order, reason)
+    explanation_page = presenters.page_of(request, ordered, "epage")
+    details = plans.allocation_details(
+        run.partition, [item["candidate"] for item in explanation_page]
+    )
+
+    orders = EvictionOrder.objects.filter(run=run)
+    return render(
+        request,
+        "web/activity/run_detail.html",
+        {
+            "run": run,
+            "outcome_words": outcome_text(run.outcome),
+            "alert": presenters.is_alert(run.outcome),
+            "victim_count": len(victim_order),
+            "victim_pager": presenters.pager(request, victim_page, "vpage"),
+            "leaves": presenters.leaf_rows(
+                run.targets or {}, victims.values_list("allocation_id", "queue_path", "resources")
+            ),
+            "reasons": presenters.reason_counts(explanations),
+            "reason": reason,
+            "explanation_count": len(explanations),
+            "explanation_pager": presenters.pager(request, explanation_page, "epage"),
+            "explanation_rows": plans.candidate_rows(explanation_page, victim_order, details),
+            "orders_total": orders.count(),
+            "orders_pending": orders.filter(status=EvictionStatus.PENDING).count(),
+        },
+    )
+
+
+@require_safe
+def audit_list(request: HttpRequest) -> HttpResponse:
+    """The audit log newest first, filtered like ``GET /api/v1/audit/``, with export links that
+    carry the page's filters to the API's CSV, JSON and PDF exports (same FilterSet there)."""
+    queryset = AuditEvent.objects.order_by("-created_at", "-id")
+    filterset = presenters.bind_filters(
+        AuditEventFilter, request, queryset, AUDIT_LABELS, PLACEHOLDERS
+    )
+    _dress(filterset)
+    valid = filterset.is_valid()
+    page = presenters.page_of(request, filterset.qs if valid else queryset.none())
+    query = presenters.query_without(request.GET, "page")
+    suffix = f"?{query}" if query else ""
+    exports = [
+        (label, reverse(f"audit-export-{extension}") + suffix, extension)
+        for label, extension in (("CSV", "csv"), ("JSON", "json"), ("PDF report", "pdf"))
+    ]
+    return render(
+        request,
+        "web/activity/audit_list.html",
+        {
+            "filterset": filterset,
+            "valid": valid,
+            "pager": presenters.pager(request, page),
+            "rows": presenters.audit_rows(page),
+            "exports": exports,
+            "partitions": Partition.objects.order_by("name").values_list("name", flat=True),
+            "filtered": any(request.GET.get(name) for name in filterset.filters),
+        },
+    )
+
+
+def _dress(filterset: RunFilterSet | AuditEventFilter) -> None:
+    """Presentation only: say on the form what the time fields accept (the API's help text
+    speaks to clients) and offer the partition names (``<datalist id="partition-names">``)."""
+    fields = filterset.form.fields
+    for field in fields.values():
+        field.help_text = ""  # the labels and placeholders say it; the API's text is for clients
+    for name in ("since", "until"):
+        fields[name].help_text = TIME_HELP
+    fields["partition"].widget.attrs["list"] = "partition-names"
+    if "kind" in fields:
+        # Checkboxes: a multiple <select> needs Ctrl-click, which few people know.
+        fields["kind"].widget = forms.CheckboxSelectMultiple(choices=fields["kind"].choices)
