@@ -42,8 +42,12 @@ def test_sign_in_then_dashboard_shows_the_demo_tree(client):
     page = client.get("/").content.decode()
     assert "Partition default" in page
     assert "vera (viewer)" in page
-    for text in ("prod/", "research/", "nightly", "fence", "400Gi", "No worker has reported"):
+    for text in ("prod/", "research/", "batch/", "fence", "400Gi", "No worker has reported"):
         assert text in page
+    # Deeper levels start collapsed and arrive with the children fragment.
+    assert "nightly" not in page
+    batch = client.get("/dashboard/children/", {"partition": "default", "queue": "root.batch"})
+    assert "nightly" in batch.content.decode()
     assert "Django admin" not in page  # edit/admin controls only for admins
 
 

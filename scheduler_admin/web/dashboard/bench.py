@@ -1,0 +1,266 @@
+"""``python -m scheduler_admin.web.dashboard.bench``: server time of the dashboard at scale.
+
+Goal (issue 6): a partition with 5,000 queues and 200,000 running tasks renders in under 1 s of
+server time on a 2-core machine. This is a measurement tool, not a test: it prints numbers and
+asserts nothing.
+
+Steps:
+1. create a scratch PostgreSQL database (``scheduler_bench_dashboard`` unless ``--database``
+   names another) and migrate it;
+2. save the queue tree through ``save_partition_config`` (validated like any change), then write
+   nodes, applications and tasks with ``COPY`` (ingesting 200,000 tasks through the service
+   would take minutes and measure the ingest, not the page); a few timers and runs so the
+   over-max list and the alerts have something to show;
+3. time, with the Django test client signed in as a viewer, the dashboard, a search, and the
+   children fragment of a wide parent (250 children) and of a deep one (252 queues below it),
+   each as the median of several runs after a warm-up; also ``cluster.adapters.queue_usage``
+   next to the dashboard's own aggregate, for comparison;
+4. drop the database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import random
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+SERVER = "postgres://postgres@127.0.0.1:5432"
+GIB = 1024**3
+MIB = 1024**2
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--database", default="scheduler_bench_dashboard")
+    parser.add_argument("--tasks", type=int, default=200_000)
+    parser.add_argument("--runs", type=int, default=7, help="timed runs per measurement")
+    parser.add_argument("--keep", action="store_true", help="do not drop the database")
+    args = parser.parse_args(argv)
+
+    import psycopg
+
+    with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{args.database}"')
+        admin.execute(f'CREATE DATABASE "{args.database}"')
+    os.environ["DATABASE_URL"] = f"{SERVER}/{args.database}"
+    os.environ.setdefault("SCHEDULER_ENV", "test")
+    os.environ["DJANGO_SETTINGS_MODULE"] = "scheduler_admin.settings"
+    try:
+        import django
+
+        django.setup()
+        _run(args)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        if not args.keep:
+            with psycopg.connect(f"{SERVER}/postgres", autocommit=True) as admin:
+                admin.execute(f'DROP DATABASE IF EXISTS "{args.database}" WITH (FORCE)')
+    return 0
+
+
+def _run(args: argparse.Namespace) -> None:
+    from django.core.management import call_command
+
+    started = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    partition, config = _build_tree()
+    _build_cluster(partition, config, args.tasks)
+    _build_timers_and_runs(partition)
+    print(
+        f"data: {len(config.queues)} queues, {args.tasks} tasks "
+        f"(built in {time.perf_counter() - started:.1f} s)"
+    )
+    _measure(partition, args.runs)
+
+
+def _build_tree():
+    """root -> 20 tenants. ``t00`` is wide (250 leaves right under it); the other 19 have 12
+    groups of 20 leaves each: 5,058 queues below root. A tenant sets ``quota.preemption.delay``,
+    so max must stay above guarantee everywhere (SPEC 3.2)."""
+    from preemption.config import PartitionConfig, PartitionSettings, QueueConfig
+    from scheduler_admin.queues.models import Partition
+    from scheduler_admin.queues.services import save_partition_config
+
+    leaf_g = {"vcore": 2000, "memory": 8 * GIB}
+    leaf_max = {"vcore": 8000, "memory": 32 * GIB}
+    queues = [QueueConfig.child_of(None, "root")]
+    for t in range(20):
+        tenant = f"root.t{t:02d}"
+        queues.append(
+            QueueConfig.child_of(
+                "root", f"t{t:02d}",
+                guaranteed={"vcore": 600_000, "memory": 2400 * GIB},
+                max={"vcore": 2_000_000, "memory": 8000 * GIB},
+                properties={"quota.preemption.delay": "2m"},
+            )
+        )  # fmt: skip
+        if t == 0:
+            for leaf in range(250):
+                queues.append(
+                    QueueConfig.child_of(tenant, f"q{leaf:03d}", guaranteed=leaf_g, max=leaf_max)
+                )
+            continue
+        for g in range(12):
+            group = f"{tenant}.g{g:02d}"
+            queues.append(
+                QueueConfig.child_of(
+                    tenant, f"g{g:02d}",
+                    guaranteed={"vcore": 40_000, "memory": 160 * GIB},
+                    max={"vcore": 160_000, "memory": 640 * GIB},
+                )
+            )  # fmt: skip
+            for leaf in range(20):
+                # Every 97th leaf has a small max, so some queues are over it.
+                small = (t * 1000 + g * 20 + leaf) % 97 == 0
+                limit = {"vcore": 3000, "memory": 12 * GIB} if small else leaf_max
+                queues.append(
+                    QueueConfig.child_of(group, f"q{leaf:02d}", guaranteed=leaf_g, max=limit)
+                )
+    settings = PartitionSettings(name="bench", quota_preemption_enabled=True)
+    config = PartitionConfig(settings=settings, queues=tuple(queues))
+    save_partition_config(config, actor=None, comment="dashboard bench")
+    return Partition.objects.get(name="bench"), config
+
+
+def _build_cluster(partition, config, tasks: int) -> None:
+    """2,000 nodes, one application per leaf, ``tasks`` running allocations on random leaves."""
+    from django.db import connection
+
+    from scheduler_admin.cluster.models import Allocation, Application, Node
+
+    rng = random.Random(6)  # noqa: S311 (synthetic data, not a secret)
+    parents = {q.parent for q in config.queues}
+    leaves = [q.path for q in config.queues if q.path not in parents]
+    Node.objects.bulk_create(
+        Node(partition=partition, name=f"n{i:04d}", capacity={"vcore": 64_000, "memory": 256 * GIB})
+        for i in range(2000)
+    )
+    Application.objects.bulk_create(
+        Application(partition=partition, external_id=f"app-{i}", queue_path=path)
+        for i, path in enumerate(leaves)
+    )
+    app_ids = dict(Application.objects.filter(partition=partition).values_list("queue_path", "id"))
+    now = datetime.now(UTC)
+    buffer = io.StringIO()
+    for index in range(tasks):
+        path = rng.choice(leaves)
+        resources = {"vcore": rng.choice([100, 200]), "memory": rng.choice([128, 256, 384]) * MIB}
+        if rng.random() < 0.1:
+            resources["pods"] = 1
+        created = now - timedelta(seconds=rng.randrange(1, 86_400))
+        row = [
+            str(partition.pk), f"task-{index:07d}", str(app_ids[path]), path,
+            f"n{rng.randrange(2000):04d}", json.dumps(resources), str(rng.randrange(10)),
+            "t", "f", "", "", "", "", created.isoformat(), "running",
+        ]  # fmt: skip
+        buffer.write("\t".join(row) + "\n")
+    columns = (
+        "partition_id, external_id, application_id, queue_path, node_name, resources, priority, "
+        "allow_preemption, originator, required_node, job, qos, pdb, created_at, state"
+    )
+    with connection.cursor() as cursor:
+        with cursor.copy(f"COPY {Allocation._meta.db_table} ({columns}) FROM STDIN") as copy:
+            copy.write(buffer.getvalue())
+        cursor.execute(f"ANALYZE {Allocation._meta.db_table}")
+
+
+def _build_timers_and_runs(partition) -> None:
+    """Pending timers on a few queues and a few runs, two of them alerts."""
+    from django.utils import timezone
+
+    from scheduler_admin.enforcement.models import PreemptionRun, QuotaTimer, RunStatus
+
+    now = timezone.now()
+    paths = [f"root.t{t:02d}.g00.q00" for t in range(1, 11)]
+    QuotaTimer.objects.bulk_create(
+        QuotaTimer(
+            partition=partition,
+            queue_path=path,
+            started_at=now,
+            due_at=now + timedelta(seconds=60 + 10 * i),
+            delay_seconds=120,
+        )
+        for i, path in enumerate(paths)
+    )
+    PreemptionRun.objects.bulk_create(
+        PreemptionRun(
+            partition=partition,
+            policy="quota",
+            queue_path=f"root.t{i + 1:02d}.g01.q01",
+            trigger="quota_timer",
+            status=RunStatus.FINISHED,
+            created_at=now - timedelta(minutes=i),
+            outcome=["complete", "short", "does_not_help", "best_effort"][i % 4],
+        )
+        for i in range(12)
+    )
+
+
+def _measure(partition, runs: int) -> None:
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from django.test import Client
+
+    from scheduler_admin.accounts.roles import VIEWER
+    from scheduler_admin.cluster.adapters import queue_usage
+    from scheduler_admin.web.dashboard.tree import leaf_usage, resource_names, saved_config
+
+    user = get_user_model().objects.create_user("bench-viewer")
+    user.groups.add(Group.objects.get(name=VIEWER))
+    client = Client()
+    client.force_login(user)
+    config = saved_config(partition)
+
+    def page(url: str, **params: str) -> Callable[[], object]:
+        def get() -> object:
+            response = client.get(url, params)
+            if response.status_code != 200:
+                raise SystemExit(f"{url} {params} answered {response.status_code}")
+            return response
+
+        return get
+
+    cases: list[tuple[str, Callable[[], object]]] = [
+        ("dashboard page", page("/", partition="bench")),
+        ("dashboard search 'g03.q1' (200 matches shown)", page("/", partition="bench", q="g03.q1")),
+        (
+            "children of root.t00 (250 leaves)",
+            page("/dashboard/children/", partition="bench", queue="root.t00"),
+        ),
+        (
+            "children of root.t05 (12 groups, 252 queues below)",
+            page("/dashboard/children/", partition="bench", queue="root.t05"),
+        ),
+        (
+            "  usage: dashboard aggregate (names of config and nodes)",
+            lambda: leaf_usage(partition, names=resource_names(partition, config)),
+        ),
+        ("  usage: dashboard aggregate (no names given)", lambda: leaf_usage(partition)),
+        ("  usage: cluster.adapters.queue_usage", lambda: queue_usage(partition)),
+        ("  config: Partition.current_config()", partition.current_config),
+    ]
+    size = len(page("/", partition="bench")().content)  # type: ignore[attr-defined]
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"dashboard HTML: {size / 1024:.0f} KiB; load average {load} on {os.cpu_count()} cores")
+    print(f"{'measurement':55} {'median':>9} {'min':>9}  ({runs} runs after a warm-up)")
+    for name, call in cases:
+        call()
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            call()
+            times.append(time.perf_counter() - start)
+        print(f"{name:55} {statistics.median(times) * 1000:7.0f}ms {min(times) * 1000:7.0f}ms")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
