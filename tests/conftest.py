@@ -6,6 +6,9 @@ the servers named by ``DATABASE_URL`` and ``REDIS_URL`` (defaults in
 
 - under ``CI=true`` nothing is skipped: those tests fail, so CI can never pass without them;
 - otherwise they are skipped and the run ends with a loud summary line saying so.
+
+Browser tests (marked ``e2e``) also need Chromium at ``/usr/bin/chromium`` and the
+``playwright`` package, under the same rule.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from urllib.parse import urlparse
 
 import pytest
 from django.conf import settings
+
+from tests.e2e.browser import browser_missing_reason
 
 IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 DB_FIXTURES = {
@@ -62,23 +67,34 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if IN_CI or not settings.configured:  # not configured: run with -p no:django (unit tests)
         return
     available = {"PostgreSQL": _postgres_reachable(), "Redis": _redis_reachable()}
+    browser_missing = None
+    if any(item.get_closest_marker("e2e") is not None for item in items):
+        browser_missing = browser_missing_reason()
+        available["Chromium"] = browser_missing is None
     for item in items:
         missing = []
         if _needs_postgres(item) and not available["PostgreSQL"]:
             missing.append("PostgreSQL")
         if item.get_closest_marker("redis") is not None and not available["Redis"]:
             missing.append("Redis")
+        if item.get_closest_marker("e2e") is not None and not available["Chromium"]:
+            missing.append("Chromium")
         for service in missing:
             _skipped[service] = _skipped.get(service, 0) + 1
         if missing:
-            item.add_marker(pytest.mark.skip(reason=f"{' and '.join(missing)} unreachable"))
+            reasons = [
+                f"{browser_missing}" if service == "Chromium" else f"{service} unreachable"
+                for service in missing
+            ]
+            item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     for service, count in sorted(_skipped.items()):
+        problem = "IS MISSING" if service == "Chromium" else "IS UNREACHABLE"
         terminalreporter.write_sep(
             "!",
-            f"{count} TESTS SKIPPED: {service} IS UNREACHABLE (they fail under CI=true)",
+            f"{count} TESTS SKIPPED: {service} {problem} (they fail under CI=true)",
             red=True,
             bold=True,
         )
