@@ -42,6 +42,7 @@ test: lint
 bench: $(VENV)/.installed
 	$(PY) -m preemption.bench
 	$(PY) -m scheduler_admin.cluster.bench
+	$(PY) -m scheduler_admin.web.dashboard.bench
 
 scenarios: $(VENV)/.installed
 	$(PY) -m preemption.scenario ../shared/scenarios tests/scenarios

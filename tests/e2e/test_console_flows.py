@@ -99,7 +99,7 @@ def test_a_quota_edit_fails_then_previews_saves_counts_down_and_runs(signed_in_p
     # 3. Save: a revision, a message, and the timer's countdown.
     edit_max_memory(page, "250Gi", "quarter-end freeze")
     page.get_by_role("button", name="Save", exact=True).click()
-    expect(page.get_by_role("status")).to_contain_text("Saved")
+    expect(page.locator("ul.messages")).to_contain_text("Saved")
     assert ConfigRevision.objects.filter(partition=partition).count() == revisions + 1
     expect(page.locator(".countdown")).to_be_visible()
     screenshot(page, "queue-saved-countdown")
