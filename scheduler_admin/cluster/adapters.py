@@ -14,6 +14,7 @@ from preemption import model
 from preemption.config import PartitionConfig
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.cluster.services import ClusterStateBody
+from scheduler_admin.cluster.usage import leaf_usage, resource_names
 from scheduler_admin.queues.models import Partition
 
 _ALLOCATION_FIELDS = (
@@ -159,35 +160,16 @@ def _ask(row: tuple) -> model.Ask:
     )
 
 
-def queue_usage(partition: Partition) -> dict[str, dict[str, int]]:
+def queue_usage(
+    partition: Partition, config: PartitionConfig | None = None
+) -> dict[str, dict[str, int]]:
     """Usage of every queue as admins see it (SPEC 3.3): running and preempting allocations of
     its subtree. A victim stops counting once its eviction is acknowledged (``released``); the
     engine, by contrast, counts preempting allocations as gone already (SPEC 4.0).
 
-    One aggregate pass: only ``queue_path`` and ``resources`` are read, summed per leaf, then
-    rolled up the tree by the engine's hierarchy.
+    Summed per queue in the database (``cluster.usage.leaf_usage``), then rolled up the tree by
+    the engine's hierarchy.
     """
-    config = partition.current_config()
-    rows = Allocation.objects.filter(
-        partition=partition,
-        state__in=[AllocationState.RUNNING, AllocationState.PREEMPTING],
-    ).values_list("queue_path", "resources")
-    per_leaf: dict[str, dict[str, int]] = {}
-    for queue_path, resources in rows.iterator(chunk_size=5000):
-        total = per_leaf.setdefault(queue_path, {})
-        for name, value in resources.items():
-            total[name] = total.get(name, 0) + value
-    state = model.ClusterState(config=config)
-    return state.hierarchy.usage_by_queue(
-        _Usage(queue, resources) for queue, resources in per_leaf.items()
-    )
-
-
-class _Usage:
-    """A leaf's summed usage, shaped like an allocation for ``Hierarchy.usage_by_queue``."""
-
-    __slots__ = ("queue", "resources")
-
-    def __init__(self, queue: str, resources: dict[str, int]) -> None:
-        self.queue = queue
-        self.resources = resources
+    config = config or partition.current_config()
+    per_queue = leaf_usage(partition, names=resource_names(partition, config))
+    return model.ClusterState(config=config).hierarchy.usage_by_queue(per_queue)

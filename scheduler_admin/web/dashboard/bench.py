@@ -212,7 +212,8 @@ def _measure(partition, runs: int) -> None:
 
     from scheduler_admin.accounts.roles import VIEWER
     from scheduler_admin.cluster.adapters import queue_usage
-    from scheduler_admin.web.dashboard.tree import leaf_usage, resource_names, saved_config
+    from scheduler_admin.cluster.usage import leaf_usage, resource_names
+    from scheduler_admin.web.dashboard.tree import saved_config
 
     user = get_user_model().objects.create_user("bench-viewer")
     user.groups.add(Group.objects.get(name=VIEWER))

@@ -19,9 +19,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import NamedTuple
 
-from django.db import connection, transaction
 from django.urls import reverse
 from django.utils.http import urlencode
 
@@ -29,7 +27,7 @@ from preemption import resources
 from preemption.config import ROOT, PartitionConfig
 from preemption.durations import format_duration
 from preemption.hierarchy import Hierarchy
-from scheduler_admin.cluster.models import Allocation, AllocationState
+from scheduler_admin.cluster.usage import leaf_usage, resource_names
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web import common
@@ -46,109 +44,6 @@ UNLIMITED_HEADROOM = 0.8
 WITHIN = "within"  # at or below the guarantee (and the max)
 ABOVE = "above"  # above the guarantee, within the max: preemptable, not a problem
 OVER = "over"  # above the max: quota enforcement's business
-
-
-class LeafUsage(NamedTuple):
-    """A queue's own summed usage, shaped for ``Hierarchy.usage_by_queue`` (``queue``,
-    ``resources``), so the roll-up is the engine's and not a second copy."""
-
-    queue: str
-    resources: dict[str, int]
-
-
-# Usage counts running and preempting tasks (SPEC 3.3: a victim counts until its eviction is
-# acknowledged), as ``cluster.adapters.queue_usage`` does.
-_WHERE = "a.partition_id = %s AND a.state IN (%s, %s)"
-# ``substr`` rather than LIKE: queue names may hold ``_``, a LIKE wildcard, and neither form can
-# use the (partition, state, queue_path) index for a prefix under a non-C collation anyway.
-_SUBTREE = " AND (a.queue_path = %s OR substr(a.queue_path, 1, %s) = %s)"
-# Names outside a list (PostgreSQL): each task's JSON object, minus the listed names, is
-# exploded into (name, value) pairs and summed. With an empty list this sums every name.
-_OTHER_NAMES_SQL = (
-    "SELECT a.queue_path, r.key, SUM(r.value::bigint) "
-    "FROM {table} a CROSS JOIN LATERAL jsonb_each_text(a.resources - %s::text[]) r "
-    "WHERE {where} GROUP BY a.queue_path, r.key"
-)
-# Listed names (PostgreSQL): one SUM column per name, about twice as fast as exploding the
-# objects. The last column says whether some task of the queue uses another name too.
-_LISTED_NAMES_SQL = (
-    "SELECT a.queue_path, {sums}, bool_or((a.resources - %s::text[]) <> '{{}}'::jsonb) "
-    "FROM {table} a WHERE {where} GROUP BY a.queue_path"
-)
-# Other databases (the embedded SQLite default, small clusters): explode every object.
-_ALL_NAMES_SQL = (
-    "SELECT a.queue_path, r.key, SUM(CAST(r.value AS INTEGER)) "
-    "FROM {table} a, json_each(a.resources) r "
-    "WHERE {where} GROUP BY a.queue_path, r.key"
-)
-#: Resource names met in tasks beyond those of the config and the nodes (``pods``, say),
-#: remembered by this process so the next request sums them as columns too. A cluster has a
-#: handful; the cap only guards against a flood of junk names.
-_SEEN_NAMES: set[str] = set()
-_SEEN_NAMES_CAP = 64
-
-
-def leaf_usage(
-    partition: Partition, under: str | None = None, *, names: Iterable[str] = ()
-) -> list[LeafUsage]:
-    """Summed usage of every queue that has tasks, optionally only in ``under``'s subtree.
-
-    ``names`` are the resource names the caller expects (those of the config and the nodes).
-    On PostgreSQL:
-    1. one pass sums each expected name (plus names seen before) as a column, and flags the
-       queues whose tasks use any other name;
-    2. only if a queue is flagged, a second pass sums the other names (exploding just those).
-
-    Why not ``cluster.adapters.queue_usage``: it reads every task's JSON into Python, which
-    takes seconds at 200,000 tasks; here the database returns one row per queue (and name).
-    """
-    where = _WHERE
-    params: list[object] = [partition.pk, AllocationState.RUNNING, AllocationState.PREEMPTING]
-    if under is not None:
-        prefix = under + "."
-        where += _SUBTREE
-        params += [under, len(prefix), prefix]
-    table = Allocation._meta.db_table
-    per_queue: dict[str, dict[str, int]] = {}
-    with transaction.atomic(), connection.cursor() as cursor:
-        if connection.vendor != "postgresql":
-            cursor.execute(_ALL_NAMES_SQL.format(table=table, where=where), params)
-            others = cursor.fetchall()
-        else:
-            # The planner's cost estimate for 200,000 rows crosses jit_above_cost, and compiling
-            # this small aggregate with LLVM costs seconds of CPU (measured: 3.7 s of JIT for a
-            # 0.3 s query). Off for this transaction only.
-            cursor.execute("SET LOCAL jit = off")
-            listed = sorted(set(names) | _SEEN_NAMES)
-            flagged = not listed
-            if listed:
-                sums = ", ".join(["SUM((a.resources->>%s)::bigint)"] * len(listed))
-                sql = _LISTED_NAMES_SQL.format(sums=sums, table=table, where=where)
-                cursor.execute(sql, [*listed, listed, *params])
-                for queue_path, *totals, other in cursor.fetchall():
-                    amounts = per_queue.setdefault(queue_path, {})
-                    for name, total in zip(listed, totals, strict=True):
-                        if total is not None:
-                            amounts[name] = int(total)
-                    flagged = flagged or bool(other)
-            others = []
-            if flagged:
-                cursor.execute(_OTHER_NAMES_SQL.format(table=table, where=where), [listed, *params])
-                others = cursor.fetchall()
-                if len(_SEEN_NAMES) < _SEEN_NAMES_CAP:
-                    _SEEN_NAMES.update(name for _, name, _ in others)
-        for queue_path, name, total in others:
-            per_queue.setdefault(queue_path, {})[name] = int(total)
-    return [LeafUsage(queue, amounts) for queue, amounts in per_queue.items()]
-
-
-def resource_names(partition: Partition, config: PartitionConfig) -> set[str]:
-    """Resource names a partition's tasks are expected to use: those its queues guarantee or
-    limit, and those its nodes offer (a few thousand small rows)."""
-    names = {name for queue in config.queues for name in (*queue.guaranteed, *queue.max)}
-    for capacity in partition.nodes.values_list("capacity", flat=True):
-        names.update(capacity)
-    return names
 
 
 def saved_config(partition: Partition) -> PartitionConfig:
