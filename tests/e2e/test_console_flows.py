@@ -9,21 +9,19 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import call_command
 from playwright.sync_api import Page, expect
 
-from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from tests.e2e.browser import screenshot
+from tests.support.console import NIGHTLY, import_demo, nightly_tasks
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
-NIGHTLY = "root.batch.nightly"
 NIGHTLY_PAGE = f"/partitions/default/queues/{NIGHTLY}/"
 
 
@@ -33,8 +31,7 @@ def demo_with_nightly_tasks(delay: str = "4s") -> Partition:
     The quota policy (SPEC 4.1) takes lower priority first, then the newest: lowering nightly's
     memory max from 512Gi to 250Gi (400Gi used) must take t3 and then t2.
     """
-    call_command("import_config", "demo/queues.yaml", stdout=io.StringIO())
-    partition = Partition.objects.get(name="default")
+    partition = import_demo()
     config = partition.current_config()
     queues = tuple(
         replace(q, properties={**q.properties, "quota.preemption.delay": delay})
@@ -47,20 +44,7 @@ def demo_with_nightly_tasks(delay: str = "4s") -> Partition:
         actor=None,
         comment="short quota delay for the browser test",
     )
-    start = datetime(2026, 1, 1, tzinfo=UTC)
-    ingest_cluster_state(
-        partition,
-        {
-            "nodes": [{"name": "n1", "capacity": {"memory": "2Ti", "vcore": "500"}}],
-            "allocations": [
-                {"id": f"t{i}", "queue": NIGHTLY, "node": "n1", "priority": priority,
-                 "created_at": (start + timedelta(minutes=i)).isoformat(),
-                 "resources": {"memory": "100Gi", "vcore": "10"}}
-                for i, priority in enumerate([10, 5, 1, 1])
-            ],
-        },
-        actor=None,
-    )  # fmt: skip
+    nightly_tasks(partition)
     return partition
 
 

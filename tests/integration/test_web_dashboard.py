@@ -3,15 +3,11 @@ with a live countdown, alerts for runs that fell short, and the partition switch
 
 from __future__ import annotations
 
-import io
 import re
 from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
-from django.core.management import call_command
 from django.test import Client
 
 from preemption.config import PartitionConfig, PartitionSettings, QueueConfig
@@ -24,6 +20,7 @@ from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.web.dashboard.tree import QueueTree
 from scheduler_admin.web.explanations import outcome_text
+from tests.support.console import import_demo, signed_in_client
 
 pytestmark = pytest.mark.django_db
 
@@ -34,16 +31,11 @@ CHILDREN = "/dashboard/children/"
 
 @pytest.fixture
 def demo() -> Partition:
-    call_command("import_config", "demo/queues.yaml", stdout=io.StringIO())
-    return Partition.objects.get(name="default")
+    return import_demo()
 
 
 def signed_in(role: str) -> Client:
-    user = get_user_model().objects.create_user(f"dash-{role}")
-    user.groups.add(Group.objects.get(name=role))
-    client = Client()
-    client.force_login(user)
-    return client
+    return signed_in_client(role, f"dash-{role}")
 
 
 @pytest.fixture

@@ -3,34 +3,24 @@ revert (admin only, after a confirmation) through ``queues.services.revert_confi
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
-from django.core.management import call_command
-from django.test import Client
 
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, RevisionKind
+from tests.support.console import import_demo, signed_in_client
 
 pytestmark = pytest.mark.django_db
 
 GI = 1024**3
 
 
-def signed_in(role: str) -> Client:
-    user, _ = get_user_model().objects.get_or_create(username=f"user-{role}")
-    user.groups.add(Group.objects.get(name=role))
-    client = Client()
-    client.force_login(user)
-    return client
+signed_in = signed_in_client
 
 
 @pytest.fixture
 def demo() -> Partition:
     """The demo config (revision 1) plus one change of root.batch.nightly's max (revision 2)."""
-    call_command("import_config", "demo/queues.yaml", stdout=io.StringIO())
+    import_demo()
     nightly = Queue.objects.get(path="root.batch.nightly")
     services.update_queue(
         "default", nightly.path, version=nightly.version, actor=None, comment="shrink nightly",

@@ -3,13 +3,9 @@ queue's history, and the edit form with its preview (SPEC 8). Real PostgreSQL, r
 
 from __future__ import annotations
 
-import io
 from datetime import UTC, datetime, timedelta
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
-from django.core.management import call_command
 from django.test import Client
 
 from preemption.config import QueueConfig
@@ -19,54 +15,26 @@ from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
 from scheduler_admin.web.common import queue_url
+from tests.support.console import NIGHTLY, import_demo, nightly_tasks, signed_in_client
 
 pytestmark = pytest.mark.django_db
 
 GI = 1024**3
-NIGHTLY = "root.batch.nightly"
 
 
 @pytest.fixture
 def partition() -> Partition:
-    call_command("import_config", "demo/queues.yaml", stdout=io.StringIO())
-    return Partition.objects.get(name="default")
-
-
-def login(role: str) -> Client:
-    user = get_user_model().objects.create_user(f"{role}-user", password="pw-12345678")
-    user.groups.add(Group.objects.get(name=role))
-    client = Client()
-    client.force_login(user)
-    return client
+    return import_demo()
 
 
 @pytest.fixture
 def viewer() -> Client:
-    return login("viewer")
+    return signed_in_client("viewer")
 
 
 @pytest.fixture
 def operator() -> Client:
-    return login("operator")
-
-
-def nightly_tasks(partition: Partition) -> None:
-    """Four 100Gi tasks in nightly. Quota order (SPEC 4.1): lower priority first, then newest:
-    t3 (priority 1, newest), then t2 (priority 1, older), then t1 (5), then t0 (10)."""
-    start = datetime(2026, 1, 1, tzinfo=UTC)
-    ingest_cluster_state(
-        partition,
-        {
-            "nodes": [{"name": "n1", "capacity": {"memory": "2Ti", "vcore": "500"}}],
-            "allocations": [
-                {"id": f"t{i}", "queue": NIGHTLY, "node": "n1", "priority": priority,
-                 "created_at": (start + timedelta(minutes=i)).isoformat(),
-                 "resources": {"memory": "100Gi", "vcore": "10"}}
-                for i, priority in enumerate([10, 5, 1, 1])
-            ],
-        },
-        actor=None,
-    )  # fmt: skip
+    return signed_in_client("operator")
 
 
 def edit_body(queue: Queue, **overrides: str) -> dict[str, str]:

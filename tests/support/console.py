@@ -1,0 +1,54 @@
+"""Helpers shared by the console's tests (test client pages and browser tests)."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import call_command
+from django.test import Client
+
+from scheduler_admin.cluster.services import ingest_cluster_state
+from scheduler_admin.queues.models import Partition
+
+DEMO_CONFIG = "demo/queues.yaml"
+NIGHTLY = "root.batch.nightly"
+
+
+def import_demo() -> Partition:
+    """The demo config (demo/queues.yaml), imported as `make run` does; revision 1."""
+    call_command("import_config", DEMO_CONFIG, stdout=io.StringIO())
+    return Partition.objects.get(name="default")
+
+
+def signed_in_client(role: str, username: str | None = None) -> Client:
+    """A test client signed in as a (new or existing) user holding ``role``."""
+    user, _ = get_user_model().objects.get_or_create(username=username or f"user-{role}")
+    user.groups.add(Group.objects.get(name=role))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def nightly_tasks(partition: Partition, priorities: Sequence[int] = (10, 5, 1, 1)) -> None:
+    """One node and a 100Gi / 10-core task per priority in root.batch.nightly (``t0``, ``t1``,
+    ...), a minute apart. With the default priorities the quota order (SPEC 4.1: lower priority
+    first, then newest) is t3, t2, t1, t0: lowering nightly's memory max to 250Gi takes t3 and
+    t2."""
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    ingest_cluster_state(
+        partition,
+        {
+            "nodes": [{"name": "n1", "capacity": {"memory": "2Ti", "vcore": "500"}}],
+            "allocations": [
+                {"id": f"t{i}", "queue": NIGHTLY, "node": "n1", "priority": priority,
+                 "created_at": (start + timedelta(minutes=i)).isoformat(),
+                 "resources": {"memory": "100Gi", "vcore": "10"}}
+                for i, priority in enumerate(priorities)
+            ],
+        },
+        actor=None,
+    )  # fmt: skip
