@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -18,7 +19,7 @@ from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from tests.e2e.browser import screenshot
-from tests.support.console import NIGHTLY, import_demo, nightly_tasks
+from tests.support.console import DEMO_CONFIG, NIGHTLY, import_demo, nightly_tasks
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
@@ -185,3 +186,26 @@ def test_every_page_renders_for_a_viewer(signed_in_page):
         screenshot(page, name)
     page.goto(NIGHTLY_PAGE)
     expect(page.get_by_role("button", name="Save", exact=True)).to_have_count(0)
+
+
+def test_an_admin_imports_a_queues_yaml_with_a_preview(signed_in_page, tmp_path):
+    import_demo()
+    shrunk = tmp_path / "queues.yaml"
+    shrunk.write_text(
+        Path(DEMO_CONFIG)
+        .read_text(encoding="utf-8")
+        .replace('max: {memory: 512Gi, vcore: "200"}', 'max: {memory: 300Gi, vcore: "200"}')
+    )
+    page = signed_in_page("admin")
+    page.goto("/history/?partition=default")
+    page.get_by_role("link", name="Import a queues.yaml").click()
+    page.get_by_label("queues.yaml file").set_input_files(str(shrunk))
+    page.get_by_label("Comment (saved with each new revision)").fill("import from the browser")
+    page.get_by_role("button", name="Preview").click()
+    expect(page.locator("main")).to_contain_text("What the import would change")
+    expect(page.locator("main")).to_contain_text("300Gi")
+    assert ConfigRevision.objects.count() == 1
+    screenshot(page, "history-import-preview")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("ul.messages")).to_contain_text("saved as revision 2")
+    assert ConfigRevision.objects.get(number=2).comment == "import from the browser"

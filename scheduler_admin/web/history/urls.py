@@ -1,10 +1,11 @@
 from django.urls import path
 
-from scheduler_admin.web.history import views
+from scheduler_admin.web.history import imports, views
 
 urlpatterns = [
     path("history/", views.history, name="history"),
     path("history/diff/", views.history_diff, name="history-diff"),
+    path("history/import/", imports.history_import, name="history-import"),
     path(
         "history/<str:partition>/<int:number>/",
         views.history_revision,

@@ -1,0 +1,141 @@
+"""Import a YuniKorn ``queues.yaml`` in the browser (admins): upload or paste, preview what
+changes per partition, then save all partitions as one all-or-nothing change.
+
+The same path as ``manage.py import_config``: ``parse_queues_yaml`` validates the whole file
+(every error with its path and line), ``import_partition_configs`` saves it with revisions and
+audit in one transaction. The preview keeps the file's text in the form, so Save sends exactly
+what was previewed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from django import forms
+from django.conf import settings
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods
+
+from preemption.config import PartitionConfig
+from preemption.hierarchy import ConfigErrors
+from scheduler_admin.accounts.roles import ADMIN
+from scheduler_admin.queues import services
+from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from scheduler_admin.web.common import require_role
+from scheduler_admin.web.history.changes import Changes, compare
+
+
+class ImportForm(forms.Form):
+    file = forms.FileField(
+        label="queues.yaml file", required=False, help_text="Or paste the YAML below."
+    )
+    text = forms.CharField(
+        label="YAML",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false"}),
+    )
+    comment = forms.CharField(label="Comment (saved with each new revision)", max_length=2000)
+
+    def clean(self) -> dict[str, object]:
+        data = super().clean()
+        upload = data.get("file")
+        if upload is not None:
+            if upload.size > settings.CONFIG_MAX_BYTES:
+                self.add_error(
+                    "file", f"The file is over the {settings.CONFIG_MAX_BYTES}-byte limit."
+                )
+                return data
+            data["content"] = upload.read()
+            data["source"] = upload.name
+        elif (data.get("text") or "").strip():
+            data["content"] = data["text"].encode("utf-8")
+            data["source"] = "pasted YAML"
+        else:
+            self.add_error("file", "Choose a file or paste the YAML.")
+        return data
+
+
+@dataclass(frozen=True)
+class PartitionPreview:
+    name: str
+    is_new: bool
+    queue_count: int
+    changes: Changes
+
+
+def preview(configs: list[PartitionConfig]) -> list[PartitionPreview]:
+    """What the import would change in each partition of the file (a new partition is
+    compared with an empty tree, so every queue shows as added)."""
+    current = {p.name: p for p in Partition.objects.filter(name__in=[c.name for c in configs])}
+    items = []
+    for config in configs:
+        partition = current.get(config.name)
+        before = partition.current_config() if partition else replace(config, queues=())
+        items.append(
+            PartitionPreview(
+                config.name, partition is None, len(config.queues), compare(before, config)
+            )
+        )
+    return items
+
+
+@require_http_methods(["GET", "POST"])
+def history_import(request: HttpRequest) -> HttpResponse:
+    """Steps: GET shows the form; POST ``preview`` validates and shows the changes (nothing is
+    saved) with the YAML kept in the form; POST ``save`` validates again and saves."""
+    require_role(request.user, ADMIN)
+    if request.method == "GET":
+        return _render(request, ImportForm(), [], None)
+    form = ImportForm(request.POST, request.FILES)
+    if not form.is_valid():
+        return _render(request, form, [], None, status=400)
+    content: bytes = form.cleaned_data["content"]
+    source: str = form.cleaned_data["source"]
+    # Keep the text in the form: the preview's Save sends exactly what was previewed.
+    kept = ImportForm(
+        initial={
+            "text": content.decode("utf-8", "replace"),
+            "comment": form.cleaned_data["comment"],
+        }
+    )
+    try:
+        configs = parse_queues_yaml(
+            content, settings_for=services.settings_for_import, source=source
+        )
+        if request.POST.get("action") != "save":
+            return _render(request, kept, [], preview(configs))
+        results = services.import_partition_configs(
+            configs, actor=request.user, comment=form.cleaned_data["comment"]
+        )
+    except ConfigErrors as exc:
+        return _render(request, kept, [str(error) for error in exc.errors], None, status=400)
+    for result in results:
+        if result.revision is None:
+            messages.info(request, f"Partition {result.partition.name}: unchanged.")
+        else:
+            messages.success(
+                request,
+                f"Partition {result.partition.name}: saved as revision {result.revision.number}.",
+            )
+    first = results[0].partition.name if results else ""
+    return HttpResponseRedirect(reverse("history") + (f"?partition={first}" if first else ""))
+
+
+def _render(
+    request: HttpRequest,
+    form: ImportForm,
+    errors: list[str],
+    previews: list[PartitionPreview] | None,
+    *,
+    status: int = 200,
+) -> HttpResponse:
+    return render(
+        request,
+        "web/history/import.html",
+        {"form": form, "errors": errors, "previews": previews},
+        status=status,
+    )
