@@ -261,15 +261,21 @@ def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
 
 
 def ingest_cluster_state(
-    partition: Partition, body: object, *, actor: AbstractBaseUser | None
+    partition: Partition, body: object, *, actor: AbstractBaseUser | None, audit: bool = True
 ) -> IngestResult:
-    """Apply a cluster-state body to ``partition`` atomically, or raise ``IngestErrors``."""
+    """Apply a cluster-state body to ``partition`` atomically, or raise ``IngestErrors``.
+
+    ``audit=False`` is for the demo simulator's churn only: it stands in for the cluster, and a
+    ``state.ingested`` event per step (about 1,200 an hour) would bury the admins' changes and
+    the runs in the audit log. Every push through the API or ``ingest_state`` is audited.
+    """
     state = parse_cluster_state(partition, body)
     nodes, allocations, asks, budgets = state.nodes, state.allocations, state.asks, state.budgets
     removed_nodes = state.removed_nodes
     removed_allocations, removed_asks = state.removed_allocations, state.removed_asks
     with transaction.atomic():
         result = _write(partition, nodes, allocations, asks, budgets)
+        emptied = _applications_of(partition, removed_allocations, removed_asks)
         result.removed = {
             "nodes": Node.objects.filter(partition=partition, name__in=removed_nodes)
             .delete()[1]
@@ -281,19 +287,40 @@ def ingest_cluster_state(
                 0
             ],
         }
-        record_event(
-            AuditKind.STATE_INGESTED,
-            actor=actor,
-            partition_name=partition.name,
-            object_type="cluster-state",
-            summary=(
-                f"Cluster state of {partition.name}: {result.nodes} nodes, "
-                f"{result.allocations} allocations, {result.asks} asks, {result.budgets} budgets "
-                f"upserted; removed {sum(result.removed.values())}"
-            ),
-            data=result.to_json(),
-        )
+        # An application lives while it has tasks or asks: one whose last ones were removed is
+        # gone from the cluster too (otherwise a long-running cluster's finished jobs pile up).
+        Application.objects.filter(pk__in=emptied, allocations=None, asks=None).delete()
+        if audit:
+            record_event(
+                AuditKind.STATE_INGESTED,
+                actor=actor,
+                partition_name=partition.name,
+                object_type="cluster-state",
+                summary=(
+                    f"Cluster state of {partition.name}: {result.nodes} nodes, "
+                    f"{result.allocations} allocations, {result.asks} asks, "
+                    f"{result.budgets} budgets upserted; removed {sum(result.removed.values())}"
+                ),
+                data=result.to_json(),
+            )
     return result
+
+
+def _applications_of(
+    partition: Partition, allocation_ids: list[str], ask_ids: list[str]
+) -> set[int]:
+    """Primary keys of the applications owning these allocations and asks."""
+    owners = set(
+        Allocation.objects.filter(partition=partition, external_id__in=allocation_ids).values_list(
+            "application_id", flat=True
+        )
+    )
+    owners.update(
+        Ask.objects.filter(partition=partition, external_id__in=ask_ids).values_list(
+            "application_id", flat=True
+        )
+    )
+    return owners
 
 
 def _shape(value: object) -> tuple[tuple[object, object], ...] | None:

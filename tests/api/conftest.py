@@ -27,7 +27,7 @@ def client_for(role: str | None) -> APIClient:
     """An API client authenticated with a token of a user holding ``role`` (None: no role)."""
     user = get_user_model().objects.create_user(f"user-{role or 'norole'}", password="pw-12345678")
     if role:
-        user.groups.add(Group.objects.get(name=role))
+        user.groups.add(Group.objects.get_or_create(name=role)[0])  # a flush may have emptied it
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
     return client

@@ -161,6 +161,11 @@ def test_removals_delete_the_named_rows(loaded, operator):
     assert response.json()["removed"] == {"nodes": 0, "allocations": 1, "asks": 1}
     assert not Allocation.objects.filter(external_id=POD_A).exists()
     assert set(Ask.objects.values_list("external_id", flat=True)) == {"ask-1"}
+    # ask-2 was its application's last item: the application is gone; train still has POD_B.
+    apps = set(Application.objects.values_list("external_id", flat=True))
+    assert "ask-2" not in apps and {"train", "bert", "shop"} <= apps
+    operator.post(STATE, {"remove": {"allocations": [POD_B]}}, format="json")
+    assert not Application.objects.filter(external_id="train").exists()
 
 
 def test_a_bad_body_is_400_with_every_field_error_and_changes_nothing(loaded, operator):

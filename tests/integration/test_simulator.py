@@ -20,6 +20,7 @@ from django.core.management.base import CommandError
 
 from preemption import resources
 from preemption.hierarchy import Hierarchy
+from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster import simulator
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, DisruptionBudget, Node
 from scheduler_admin.cluster.services import ingest_cluster_state
@@ -218,6 +219,17 @@ def test_churn_adds_and_finishes_tasks_and_acknowledges_the_products_evictions(d
     assert not Allocation.objects.filter(external_id__in=victims).exists()
     requeued = Ask.objects.filter(created_at=START + timedelta(seconds=90), job="")
     assert requeued.filter(queue_path="root.batch.nightly").count() >= min(len(victims), 10)
+
+
+def test_the_build_is_audited_but_churn_steps_are_not(demo):
+    """The simulator stands in for the cluster: its steps would bury the audit log."""
+    ingested = AuditEvent.objects.filter(kind=AuditKind.STATE_INGESTED)
+    simulate("--nodes", "20", "--tasks", "300")
+    assert ingested.count() == 1
+    before = set(Allocation.objects.values_list("external_id", flat=True))
+    simulate("--churn", "--max-steps", "3", "--interval", "0")
+    assert set(Allocation.objects.values_list("external_id", flat=True)) != before  # it moved
+    assert ingested.count() == 1
 
 
 def test_churn_schedules_an_ask_on_the_node_the_product_reserved(demo):

@@ -27,7 +27,7 @@ def import_demo() -> Partition:
 def signed_in_client(role: str, username: str | None = None) -> Client:
     """A test client signed in as a (new or existing) user holding ``role``."""
     user, _ = get_user_model().objects.get_or_create(username=username or f"user-{role}")
-    user.groups.add(Group.objects.get(name=role))
+    user.groups.add(Group.objects.get_or_create(name=role)[0])  # a flush may have emptied it
     client = Client()
     client.force_login(user)
     return client

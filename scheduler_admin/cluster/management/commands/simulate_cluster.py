@@ -144,9 +144,11 @@ class Command(BaseCommand):
             },
         )
 
-    def _ingest(self, partition: Partition, body: dict[str, Any]) -> IngestResult:
+    def _ingest(
+        self, partition: Partition, body: dict[str, Any], *, audit: bool = True
+    ) -> IngestResult:
         try:
-            return ingest_cluster_state(partition, body, actor=None)
+            return ingest_cluster_state(partition, body, actor=None, audit=audit)
         except IngestErrors as exc:  # a bug of the simulator, or the config changed under it
             raise CommandError(f"the simulated state was refused: {exc}") from None
 
@@ -183,7 +185,7 @@ class Command(BaseCommand):
         now = timezone.now()
         snapshot = simulator.read_snapshot(partition)
         body = simulator.churn_step(snapshot, now=now, rng=rng)
-        self._ingest(partition, body)
+        self._ingest(partition, body, audit=False)  # a churn step: see ingest_cluster_state
         acknowledged = 0
         pending = (
             EvictionOrder.objects.filter(partition=partition, status=EvictionStatus.PENDING)
