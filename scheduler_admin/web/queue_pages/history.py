@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
 
 from preemption.config import PartitionConfig, PartitionSettings, QueueConfig
-from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.web.history.changes import compare
 
 #: Newest revisions shown on the queue page; the history page has the rest.
@@ -36,11 +35,10 @@ def queue_history(
     empty = PartitionConfig(settings=PartitionSettings(name=partition.name), queues=())
     previous: QueueConfig | None = None
     found: list[QueueRevision] = []
-    rows = partition.revisions.order_by("number").values_list(
-        "number", "kind", "created_at", "author_name", "comment", "snapshot"
-    )
-    for number, kind, created_at, author, comment, snapshot in rows.iterator(chunk_size=200):
-        current = _queue_in(snapshot, path)
+    for number, kind, created_at, author, comment, entry in ConfigRevision.queue_entries(
+        partition, path
+    ):
+        current = QueueConfig.from_json(entry) if entry else None
         if current != previous:
             found.append(
                 QueueRevision(
@@ -58,13 +56,6 @@ def queue_history(
             )
         previous = current
     return list(reversed(found))[:limit]
-
-
-def _queue_in(snapshot: dict[str, Any], path: str) -> QueueConfig | None:
-    for item in snapshot.get("queues", []):
-        if item.get("path") == path:
-            return QueueConfig.from_json(item)
-    return None
 
 
 def describe_queue_changes(old: PartitionConfig, new: PartitionConfig, path: str) -> list[str]:
