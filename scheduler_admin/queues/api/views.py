@@ -110,7 +110,7 @@ def _queue_rows(partition: Partition) -> list[dict[str, Any]]:
     """Every queue with its effective values, usage, pending asks and timer (SPEC 7)."""
     config = partition.current_config()
     hierarchy = Hierarchy(config)
-    usage = queue_usage(partition)
+    usage = queue_usage(partition, config)
     pending: dict[str, dict[str, int]] = {}
     for queue_path, amount in Ask.objects.filter(
         partition=partition, state=AskState.PENDING

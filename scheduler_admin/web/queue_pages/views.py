@@ -194,7 +194,7 @@ def _page(
     """Everything the page shows besides the form."""
     path = queue.path
     hierarchy = Hierarchy(config)
-    usage = queue_usage(partition).get(path, {})
+    usage = queue_usage(partition, config).get(path, {})
     asks = tables.ask_queryset(partition, path)
     pending: dict[str, int] = {}
     for amounts in asks.values_list("resources", flat=True).iterator(chunk_size=5000):
