@@ -246,7 +246,7 @@ def test_a_good_edit_saves_one_revision_and_redirects_with_a_message(partition, 
     body = edit_body(nightly, action="save", **{f"res-{i}-max": "256Gi"})
     body.update({"res-2-name": "pods", "res-2-max": "100"})  # the empty row adds a resource
     response = operator.post(url, body)
-    assert response.status_code == 302 and response["Location"] == url
+    assert response.status_code == 302 and response["Location"] == url + "#main"
     assert ConfigRevision.objects.count() == before + 1
     nightly.refresh_from_db()
     assert nightly.max == {"memory": 256 * GI, "vcore": 200_000, "pods": 100}
@@ -349,7 +349,7 @@ def test_queue_names_with_slash_and_hash_work_for_reading_and_saving(partition, 
 
     queue = Queue.objects.get(partition=partition, path=odd.path)
     response = operator.post(url, edit_body(queue, action="save", **{"res-0-max": "5Gi"}))
-    assert response.status_code == 302 and response["Location"] == url
+    assert response.status_code == 302 and response["Location"] == url + "#main"
     queue.refresh_from_db()
     assert queue.max == {"memory": 5 * GI}
 

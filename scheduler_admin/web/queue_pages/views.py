@@ -122,7 +122,9 @@ def _save(
         if timer is not None and timer.revision_number == result.revision.number:
             message += f" A quota timer started: due at {timer.due_at:%Y-%m-%d %H:%M:%S} UTC."
         messages.success(request, message)
-    return redirect(queue_url(partition.name, path))
+    # An explicit fragment: the browser would otherwise keep the form's "#change" and scroll
+    # past the message saying what was saved.
+    return redirect(queue_url(partition.name, path) + "#main")
 
 
 def _preview(
