@@ -348,3 +348,27 @@ def test_fragment_of_a_leaf_has_no_rows_and_anonymous_users_are_sent_to_sign_in(
     assert leaf.status_code == 200 and "<tr" not in leaf.content.decode()
     anonymous = Client().get(CHILDREN, {"partition": "default", "queue": "root.prod"})
     assert anonymous.status_code == 302 and "/login/" in anonymous["Location"]
+
+
+def test_a_parent_with_more_children_than_drawn_ends_with_a_row_to_search_the_rest(demo, viewer):
+    from dataclasses import replace
+
+    from scheduler_admin.web.dashboard.tree import CHILDREN_LIMIT
+
+    config = demo.current_config()
+    wide = [QueueConfig.child_of("root.batch.adhoc", f"q{i:03}") for i in range(CHILDREN_LIMIT + 7)]
+    flat = [QueueConfig.child_of("root", f"team{i:03}") for i in range(CHILDREN_LIMIT + 3)]
+    services.save_partition_config(
+        replace(config, queues=(*config.queues, *wide, *flat)), actor=None, comment="grow"
+    )
+
+    page = viewer.get("/").content.decode()
+    first_level = re.findall(r'<tr role="row" aria-level="2"[^>]*data-path="([^"]+)"', page)
+    assert len(first_level) == CHILDREN_LIMIT
+    assert "6 more queues under root: search them" in page  # 3 tenants + 203 teams - 200
+    assert 'href="/?partition=default&amp;q=root."' in page
+
+    fragment = viewer.get(CHILDREN, {"partition": "default", "queue": "root.batch.adhoc"})
+    rows = re.findall(r'data-path="(root\.batch\.adhoc\.[^"]+)"', fragment.content.decode())
+    assert len(rows) == CHILDREN_LIMIT and rows[0] == "root.batch.adhoc.q000"
+    assert "7 more queues under root.batch.adhoc: search them" in fragment.content.decode()

@@ -36,6 +36,9 @@ from scheduler_admin.web import common
 SEARCH_LIMIT = 200
 #: Longest accepted search text (a queue path is at most 1,024 characters; nobody types that).
 SEARCH_MAX_LENGTH = 256
+#: At most this many children of one queue are drawn; a "more" row links to a search for the
+#: rest (a partition may keep thousands of queues flat under one parent).
+CHILDREN_LIMIT = 200
 #: At most this many over-max queues are listed; the rest are counted.
 OVER_MAX_LIMIT = 50
 #: Without a max, a bar's scale leaves this share of headroom so it never looks "full".
@@ -56,6 +59,23 @@ def saved_config(partition: Partition) -> PartitionConfig:
     """
     revision = partition.revisions.order_by("-number").only("snapshot").first()
     return revision.config() if revision is not None else partition.current_config()
+
+
+@dataclass(frozen=True)
+class MoreRow:
+    """Stands for the children of ``parent`` past ``CHILDREN_LIMIT``: a tree row whose link
+    searches for them (the search shows matches with their ancestors)."""
+
+    partition: str
+    parent: str
+    level: int
+    hidden: int
+    is_more: bool = True
+
+    @property
+    def search_url(self) -> str:
+        query = urlencode({"partition": self.partition, "q": self.parent + "."})
+        return f"{reverse('dashboard')}?{query}"
 
 
 @dataclass(frozen=True)
@@ -289,9 +309,22 @@ class QueueTree:
             timer=self.timers.get(path),
         )
 
-    def children_rows(self, path: str) -> list[Row]:
-        """The direct children of ``path``, collapsed, in configured order (the fragment)."""
-        return [self.row(child) for child in self.hierarchy.children(path)]
+    def children_rows(self, path: str) -> list[Row | MoreRow]:
+        """The direct children of ``path``, collapsed, in configured order (the fragment); past
+        ``CHILDREN_LIMIT`` a row saying how many more there are."""
+        children = self.hierarchy.children(path)
+        rows: list[Row | MoreRow] = [self.row(child) for child in children[:CHILDREN_LIMIT]]
+        if len(children) > CHILDREN_LIMIT:
+            rows.append(self.more_row(path, len(children) - CHILDREN_LIMIT))
+        return rows
+
+    def more_row(self, parent: str, hidden: int) -> MoreRow:
+        return MoreRow(
+            partition=self.partition.name,
+            parent=parent,
+            level=parent.count(".") + 2,
+            hidden=hidden,
+        )
 
     def visible_rows(
         self, expanded: set[str], *, only: set[str] | None = None, matches: Iterable[str] = ()
@@ -302,18 +335,24 @@ class QueueTree:
         shows only its children in that set.
         """
         matched = set(matches)
-        rows: list[Row] = []
-        stack = [ROOT]
+        rows: list[Row | MoreRow] = []
+        stack: list[str | MoreRow] = [ROOT]
         while stack:
             path = stack.pop()
+            if isinstance(path, MoreRow):
+                rows.append(path)
+                continue
             is_open = path in expanded and bool(self.hierarchy.children(path))
             rows.append(self.row(path, expanded=is_open, loaded=is_open, match=path in matched))
             if is_open:
-                children = [
+                children: list[str | MoreRow] = [
                     child
                     for child in self.hierarchy.children(path)
                     if only is None or child in only
                 ]
+                if only is None and len(children) > CHILDREN_LIMIT:
+                    hidden = len(children) - CHILDREN_LIMIT
+                    children = [*children[:CHILDREN_LIMIT], self.more_row(path, hidden)]
                 stack.extend(reversed(children))
         return rows
 
