@@ -7,7 +7,7 @@ clock.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 import time_machine
@@ -21,41 +21,23 @@ from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.queues.yaml_io import parse_queues_yaml
 from tests.api.conftest import assert_error
+from tests.support.team import GB, START, TEAM_TASKS, team_config
 
 pytestmark = pytest.mark.django_db
 
-GB = 10**9
-START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 API = "/api/v1/partitions/default"
 OTHER = "/api/v1/partitions/other"
 
-CONFIG = """
-partitions:
-  - name: default
-    preemption: {enabled: true, quotapreemptionenabled: true}
-    queues:
-      - name: root
-        queues:
-          - name: team
-            resources: {max: {memory: 400G}}
-            properties: {quota.preemption.delay: 2s}
-            queues:
-              - name: a
-                resources: {guaranteed: {memory: 20G}}
-              - name: b
-  - name: other
+# The team partition (tests/support/team.py) and an empty "other" one.
+CONFIG = (
+    team_config("2s")
+    + """  - name: other
     queues:
       - name: root
         queues:
           - name: solo
 """
-
-
-def task(id_: str, queue: str, memory_gb: int, minute: int, **extra) -> dict:
-    return {
-        "id": id_, "queue": queue, "node": "n1", "resources": {"memory": f"{memory_gb}G"},
-        "created_at": f"2026-03-01T10:{minute:02d}:00Z", **extra,
-    }  # fmt: skip
+)
 
 
 @pytest.fixture
@@ -69,13 +51,7 @@ def partition(db) -> Partition:
             default,
             {
                 "nodes": [{"name": "n1", "capacity": {"memory": "1000G"}}],
-                "allocations": [
-                    task("a1", "root.team.a", 30, 1),
-                    task("a2", "root.team.a", 30, 2),
-                    task("b1", "root.team.b", 40, 3),
-                    task("b2", "root.team.b", 40, 4),
-                    task("b3", "root.team.b", 40, 5, required_node="n1"),
-                ],
+                "allocations": TEAM_TASKS,
             },
             actor=None,
         )

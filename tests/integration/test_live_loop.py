@@ -66,6 +66,7 @@ from tests.support.processes import (
     venv_executable,
     wait_until,
 )
+from tests.support.team import GB, TEAM_TASKS, task, team_config
 
 pytestmark = pytest.mark.redis
 
@@ -77,27 +78,10 @@ SWEEP_PERIOD = 5.0
 SLACK = 3.0
 TASK_PREFIX = "scheduler_admin.enforcement.tasks."
 HOSTNAME = socket.gethostname()
-GB = 10**9
 PARTITION = "default"
 
 
 # --- Cluster fixtures ----------------------------------------------------------------------------
-
-TEAM_CONFIG = """
-partitions:
-  - name: default
-    preemption: {enabled: true, quotapreemptionenabled: true}
-    queues:
-      - name: root
-        queues:
-          - name: team
-            resources: {max: {memory: 400G}}
-            properties: {quota.preemption.delay: DELAY}
-            queues:
-              - name: a
-                resources: {guaranteed: {memory: 20G}}
-              - name: b
-"""
 
 BATCH_CONFIG = """
 partitions:
@@ -112,27 +96,8 @@ partitions:
 """
 
 
-def task(id_: str, queue: str, memory_gb: int, minute: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": id_, "queue": queue, "node": "n1", "resources": {"memory": f"{memory_gb}G"},
-        "created_at": f"2026-03-01T10:{minute:02d}:00Z", **extra,
-    }  # fmt: skip
-
-
-#: team uses 180G, of which b3 (40G) is a DaemonSet pod that is never a quota victim.
-TEAM_TASKS = [
-    task("a1", "root.team.a", 30, 1),
-    task("a2", "root.team.a", 30, 2),
-    task("b1", "root.team.b", 40, 3),
-    task("b2", "root.team.b", 40, 4),
-    task("b3", "root.team.b", 40, 5, required_node="n1"),
-]
 #: batch uses 80G in eight 10G tasks; lowering its max to 25G takes six of them, newest first.
 BATCH_TASKS = [task(f"batch{i}", "root.batch", 10, i) for i in range(1, 9)]
-
-
-def team_config(delay: str) -> str:
-    return TEAM_CONFIG.replace("DELAY", delay)
 
 
 def make_partition(config_yaml: str, allocations: Sequence[Mapping[str, Any]]) -> Partition:
