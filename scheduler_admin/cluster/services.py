@@ -270,22 +270,19 @@ def ingest_cluster_state(
     the runs in the audit log. Every push through the API or ``ingest_state`` is audited.
     """
     state = parse_cluster_state(partition, body)
-    nodes, allocations, asks, budgets = state.nodes, state.allocations, state.asks, state.budgets
-    removed_nodes = state.removed_nodes
-    removed_allocations, removed_asks = state.removed_allocations, state.removed_asks
     with transaction.atomic():
-        result = _write(partition, nodes, allocations, asks, budgets)
-        emptied = _applications_of(partition, removed_allocations, removed_asks)
+        result = _write(partition, state.nodes, state.allocations, state.asks, state.budgets)
+        emptied = _applications_of(partition, state.removed_allocations, state.removed_asks)
         result.removed = {
-            "nodes": Node.objects.filter(partition=partition, name__in=removed_nodes)
+            "nodes": Node.objects.filter(partition=partition, name__in=state.removed_nodes)
             .delete()[1]
             .get("cluster.Node", 0),
             "allocations": Allocation.objects.filter(
-                partition=partition, external_id__in=removed_allocations
+                partition=partition, external_id__in=state.removed_allocations
             ).delete()[0],
-            "asks": Ask.objects.filter(partition=partition, external_id__in=removed_asks).delete()[
-                0
-            ],
+            "asks": Ask.objects.filter(
+                partition=partition, external_id__in=state.removed_asks
+            ).delete()[0],
         }
         # An application lives while it has tasks or asks: one whose last ones were removed is
         # gone from the cluster too (otherwise a long-running cluster's finished jobs pile up).
