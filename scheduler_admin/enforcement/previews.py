@@ -7,6 +7,7 @@ the new config — the plan that would run once the delay passes if nothing else
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -81,6 +82,24 @@ def preview_change(
         for path in started
     }
     return ChangePreview(timers=started, plans=plans)
+
+
+def simulation_options(
+    *,
+    victim_strategy: Sequence[str] | None = None,
+    deviation_percent: int | None = None,
+    max_victims: int | None = None,
+) -> Options:
+    """The engine's options for a what-if plan (API and simulator page): a tunable left out
+    keeps the default the live loop plans with."""
+    defaults = Options()
+    return Options(
+        victim_strategy=tuple(victim_strategy) if victim_strategy else defaults.victim_strategy,
+        deviation_percent=defaults.deviation_percent
+        if deviation_percent is None
+        else deviation_percent,
+        max_victims=defaults.max_victims if max_victims is None else max_victims,
+    )
 
 
 class UnknownTarget(ValueError):

@@ -25,7 +25,6 @@ from rest_framework.views import APIView
 from preemption import resources
 from preemption.config import PartitionConfig, QueueConfig, diff_configs
 from preemption.hierarchy import ConfigErrors, Hierarchy, validate_config
-from preemption.model import Options
 from scheduler_admin.api.concurrency import expected_version, with_etag
 from scheduler_admin.api.permissions import ADMIN, OPERATOR, VIEWER
 from scheduler_admin.cluster.adapters import queue_usage
@@ -37,6 +36,7 @@ from scheduler_admin.enforcement.previews import (
     plan_json,
     preview_change,
     simulate,
+    simulation_options,
 )
 from scheduler_admin.queues import services
 from scheduler_admin.queues.api.serializers import (
@@ -503,11 +503,10 @@ class SimulateView(APIView):
         body = SimulateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        defaults = Options()
-        options = Options(
-            victim_strategy=tuple(data.get("victim_strategy") or defaults.victim_strategy),
-            deviation_percent=data.get("deviation_percent", defaults.deviation_percent),
-            max_victims=data.get("max_victims", defaults.max_victims),
+        options = simulation_options(
+            victim_strategy=data.get("victim_strategy"),
+            deviation_percent=data.get("deviation_percent"),
+            max_victims=data.get("max_victims"),
         )
         target = data[{"quota": "queue", "ask": "ask", "job": "job"}[data["policy"]]]
         overrides = None

@@ -15,6 +15,7 @@ from django.forms import formset_factory
 
 from preemption.model import Options
 from scheduler_admin.cluster.models import Ask, AskState
+from scheduler_admin.enforcement.previews import simulation_options
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web.common import human_resources
 from scheduler_admin.web.queue_pages.forms import ResourceRowForm, ResourceRows
@@ -105,14 +106,11 @@ class SimulatorForm(forms.Form):
 
     def options(self) -> Options:
         """The engine's options, the defaults where the form leaves a tunable empty."""
-        defaults = Options()
         strategy = self.cleaned_data.get("victim_strategy")
-        deviation = self.cleaned_data.get("deviation_percent")
-        victims = self.cleaned_data.get("max_victims")
-        return Options(
-            victim_strategy=tuple(strategy.split(",")) if strategy else defaults.victim_strategy,
-            deviation_percent=defaults.deviation_percent if deviation is None else deviation,
-            max_victims=defaults.max_victims if victims is None else victims,
+        return simulation_options(
+            victim_strategy=strategy.split(",") if strategy else None,
+            deviation_percent=self.cleaned_data.get("deviation_percent"),
+            max_victims=self.cleaned_data.get("max_victims"),
         )
 
 
