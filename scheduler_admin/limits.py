@@ -1,0 +1,37 @@
+"""How long each kind of text and how large each integer may be: one limit per kind of value.
+
+Every limit here is used twice, at the edge (serializers, forms, the cluster-state checker,
+config validation) and in the database (``max_length`` of the column, the column's integer
+type), so a value the API accepts always fits where it is stored. A value that would not fit is
+a field error at the edge, never a database error half-way through a run or a save.
+"""
+
+from __future__ import annotations
+
+#: Ids of cluster objects: allocations, asks, applications, nodes, jobs, budgets. Kubernetes
+#: object names are DNS subdomains of at most 253 characters.
+CLUSTER_ID_MAX_LENGTH = 253
+#: A cluster user (the ``user`` of an application). Kubernetes user names are free text; this
+#: is as long as an id, which covers service accounts (``system:serviceaccount:ns:name``).
+CLUSTER_USER_MAX_LENGTH = 253
+#: A Django user name (audit actors, revision authors, acknowledgers): Django's own limit.
+USERNAME_MAX_LENGTH = 150
+#: A partition name and one queue name (YuniKorn: ``^[a-zA-Z0-9_:#/@-]{1,64}$``).
+PARTITION_NAME_MAX_LENGTH = 64
+QUEUE_NAME_MAX_LENGTH = 64
+#: A full queue path (``root.a.b``); config validation refuses a tree whose paths are longer.
+QUEUE_PATH_MAX_LENGTH = 1024
+#: The id of the object an audit event is about (a run or revision number, an allocation id).
+AUDIT_OBJECT_ID_MAX_LENGTH = CLUSTER_ID_MAX_LENGTH
+#: A change comment.
+COMMENT_MAX_LENGTH = 2000
+#: A queue property key or value.
+PROPERTY_MAX_LENGTH = 256
+
+#: PostgreSQL ``integer`` (Django ``IntegerField``): task priorities (Kubernetes priorities are
+#: int32 as well).
+INT32_MIN = -(2**31)
+INT32_MAX = 2**31 - 1
+#: PostgreSQL ``integer`` with a ``>= 0`` check (Django ``PositiveIntegerField``): versions,
+#: revision numbers, allowed disruptions, delays in seconds.
+POSITIVE_INT_MAX = INT32_MAX
