@@ -5,9 +5,17 @@ Every use case ends in ``_save_config``, which in one transaction:
 1. locks the partition row (``select_for_update``; on SQLite the IMMEDIATE transaction already
    holds the single write lock), so two concurrent edits of a partition are serialised;
 2. refuses the change when the caller's ``version`` / ``expected_revision`` is stale;
-3. validates the whole resulting partition (every broken rule listed at once);
-4. applies the differences to the queue rows, bumping the version of each queue it changes;
-5. writes the revision (whole snapshot) and the audit event.
+3. reads the partition's config as saved now and applies the caller's edit to it;
+4. validates the whole resulting partition (every broken rule listed at once);
+5. applies the differences to the queue rows, bumping the version of each queue it changes;
+6. writes the revision (whole snapshot) and the audit event.
+
+Why the edit is a function and not a finished config: an edit of one queue or of the partition
+settings must be applied to the config *as it is under the lock*. A caller that read the config
+first and saved its own copy would silently revert whatever another admin saved in between
+(two PATCHes to different queues, or a queue PATCH racing a settings PATCH: both answered 200 and
+one change was lost). Only a whole-config replacement (PUT, import, revert) is a finished
+config, and those either name the version they replace or mean to replace whatever is there.
 
 Nothing is half-saved: any refusal raises before the first write, and any later failure rolls the
 transaction back.
@@ -15,7 +23,7 @@ transaction back.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -23,7 +31,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from preemption.config import PartitionConfig, PartitionSettings, QueueConfig, diff_configs
+from preemption.config import ROOT, PartitionConfig, PartitionSettings, QueueConfig, diff_configs
 from preemption.hierarchy import ConfigError, ConfigErrors, validate_config
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
@@ -55,6 +63,18 @@ class SaveResult:
         return self.revision is not None
 
 
+#: An edit: the config as saved now (read under the partition lock) -> the config to save.
+ConfigEdit = Callable[[PartitionConfig], PartitionConfig]
+
+#: The product's own partition settings. ``queues.yaml`` does not carry them, so an import keeps
+#: the values saved at the moment it is written (not those read when the file was parsed).
+PRODUCT_SETTINGS = (
+    "miss_percent",
+    "default_preemption_delay",
+    "daemonset_preemption_delay",
+    "ask_policy",
+)
+
 _KIND_EVENTS = {
     RevisionKind.CHANGE: AuditKind.CONFIG_CHANGED,
     RevisionKind.IMPORT: AuditKind.CONFIG_IMPORTED,
@@ -80,34 +100,90 @@ def save_partition_config(
     _require_comment(comment)
     with transaction.atomic():
         return _save_config(
-            config,
+            config.name,
+            lambda _current: config,
             actor=actor,
             comment=comment.strip(),
             kind=kind,
             expected_revision=expected_revision,
             expected_queue_versions=expected_queue_versions or {},
             reverted_from=reverted_from,
+            create=True,
+        )
+
+
+def edit_partition_config(
+    partition_name: str,
+    edit: ConfigEdit,
+    *,
+    actor: AbstractBaseUser | None,
+    comment: str,
+    expected_revision: int | None = None,
+    expected_queue_versions: Mapping[str, int] | None = None,
+) -> SaveResult:
+    """Apply ``edit`` to the partition's config as saved at the moment of writing (under the
+    partition lock), so concurrent edits of other queues or settings are kept, not reverted.
+
+    ``edit`` may raise ``ConfigErrors`` or ``NotFound`` (e.g. its queue is gone); nothing is
+    written then. The partition must exist.
+    """
+    _require_comment(comment)
+    with transaction.atomic():
+        return _save_config(
+            partition_name,
+            edit,
+            actor=actor,
+            comment=comment.strip(),
+            kind=RevisionKind.CHANGE,
+            expected_revision=expected_revision,
+            expected_queue_versions=expected_queue_versions or {},
+            reverted_from=None,
+            create=False,
         )
 
 
 def import_partition_configs(
-    configs: list[PartitionConfig], *, actor: AbstractBaseUser | None, comment: str
+    configs: list[PartitionConfig],
+    *,
+    actor: AbstractBaseUser | None,
+    comment: str,
+    expected_revisions: Mapping[str, int | None] | None = None,
 ) -> list[SaveResult]:
-    """Save several partitions from one ``queues.yaml`` as one all-or-nothing change."""
+    """Save several partitions from one ``queues.yaml`` as one all-or-nothing change.
+
+    Each partition keeps the product's own settings (``PRODUCT_SETTINGS``) as saved when the
+    import is written. ``expected_revisions`` maps a partition name to the version the caller
+    previewed the import against (None: the partition did not exist then); a partition that
+    changed since is refused with ``StaleVersion`` and nothing of the import is saved.
+    """
     _require_comment(comment)
+    expected = dict(expected_revisions or {})
     with transaction.atomic():
-        return [
-            _save_config(
-                config,
-                actor=actor,
-                comment=comment.strip(),
-                kind=RevisionKind.IMPORT,
-                expected_revision=None,
-                expected_queue_versions={},
-                reverted_from=None,
+        results = []
+        for config in configs:
+            created_meanwhile = (
+                config.name in expected
+                and expected[config.name] is None
+                and Partition.objects.filter(name=config.name).exists()
             )
-            for config in configs
-        ]
+            if created_meanwhile:
+                raise StaleVersion(
+                    f"partition {config.name!r} was created after the preview", current=1
+                )
+            results.append(
+                _save_config(
+                    config.name,
+                    lambda current, imported=config: _keep_product_settings(imported, current),
+                    actor=actor,
+                    comment=comment.strip(),
+                    kind=RevisionKind.IMPORT,
+                    expected_revision=expected.get(config.name),
+                    expected_queue_versions={},
+                    reverted_from=None,
+                    create=True,
+                )
+            )
+        return results
 
 
 def update_queue(
@@ -123,8 +199,23 @@ def update_queue(
 ) -> SaveResult:
     """Change some of one queue's ``guaranteed``, ``max`` and ``properties`` (each replaced whole
     when given), refusing the change if the queue's ``version`` moved since the caller read it."""
-    current = get_partition(partition_name).current_config()
-    queue = queue_from_config(current, path)
+    changes = queue_changes(guaranteed=guaranteed, max=max, properties=properties)
+    return edit_partition_config(
+        partition_name,
+        lambda current: current.with_queue(replace(queue_from_config(current, path), **changes)),
+        actor=actor,
+        comment=comment,
+        expected_queue_versions={path: version},
+    )
+
+
+def queue_changes(
+    *,
+    guaranteed: Mapping[str, int] | None = None,
+    max: Mapping[str, int] | None = None,
+    properties: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The fields of a queue edit that were given, as ``QueueConfig`` takes them."""
     changes: dict[str, Any] = {}
     if guaranteed is not None:
         changes["guaranteed"] = dict(guaranteed)
@@ -132,21 +223,95 @@ def update_queue(
         changes["max"] = dict(max)
     if properties is not None:
         changes["properties"] = dict(properties)
-    return save_partition_config(
-        current.with_queue(replace(queue, **changes)),
+    return changes
+
+
+def create_queue(
+    partition_name: str,
+    *,
+    parent: str,
+    name: str,
+    actor: AbstractBaseUser | None,
+    comment: str,
+    guaranteed: Mapping[str, int] | None = None,
+    max: Mapping[str, int] | None = None,
+    properties: Mapping[str, str] | None = None,
+) -> tuple[SaveResult, str]:
+    """Add a queue under ``parent``; returns the result and the new queue's path. The parent
+    must exist and the name must be free at the moment of writing (field errors otherwise)."""
+    queue = QueueConfig.child_of(
+        parent, name, **queue_changes(guaranteed=guaranteed or {}, max=max or {},
+                                      properties=properties or {}),
+    )  # fmt: skip
+
+    def add(current: PartitionConfig) -> PartitionConfig:
+        if current.queue(parent) is None:
+            raise ConfigErrors([ConfigError(None, "", f"no queue {parent!r}", at="parent")])
+        if current.queue(queue.path) is not None:
+            raise ConfigErrors([ConfigError(None, "", f"{queue.path} already exists", at="name")])
+        return current.with_queue(queue)
+
+    result = edit_partition_config(partition_name, add, actor=actor, comment=comment)
+    return result, queue.path
+
+
+def delete_queue(
+    partition_name: str,
+    path: str,
+    *,
+    version: int,
+    actor: AbstractBaseUser | None,
+    comment: str,
+) -> SaveResult:
+    """Remove a queue and its subtree, refusing if the queue's ``version`` moved."""
+    if path == ROOT:
+        raise ConfigErrors([ConfigError(None, "", "the root queue cannot be deleted", at="path")])
+
+    def remove(current: PartitionConfig) -> PartitionConfig:
+        queue_from_config(current, path)
+        return current.without_subtree(path)
+
+    return edit_partition_config(
+        partition_name,
+        remove,
         actor=actor,
         comment=comment,
         expected_queue_versions={path: version},
     )
 
 
+def update_partition_settings(
+    partition_name: str,
+    *,
+    actor: AbstractBaseUser | None,
+    comment: str,
+    expected_revision: int | None = None,
+    **settings: Any,
+) -> SaveResult:
+    """Change some partition settings (``PartitionSettings`` fields), keeping the queues and
+    every other setting as saved at the moment of writing."""
+    return edit_partition_config(
+        partition_name,
+        lambda current: replace(current, settings=replace(current.settings, **settings)),
+        actor=actor,
+        comment=comment,
+        expected_revision=expected_revision,
+    )
+
+
 def revert_config(
-    partition_name: str, *, to_number: int, actor: AbstractBaseUser | None, comment: str = ""
+    partition_name: str,
+    *,
+    to_number: int,
+    actor: AbstractBaseUser | None,
+    comment: str = "",
+    expected_revision: int | None = None,
 ) -> SaveResult:
     """Make revision ``to_number`` the current config again, as a new revision.
 
     The old snapshot is validated like any change (the rules may have tightened since). When the
-    current config already equals it, nothing is written.
+    current config already equals it, nothing is written. ``expected_revision`` (the partition
+    version the caller saw) is checked under the lock like any other write.
     """
     partition = get_partition(partition_name)
     try:
@@ -158,6 +323,7 @@ def revert_config(
         actor=actor,
         comment=comment.strip() or f"Revert to revision {to_number}",
         kind=RevisionKind.REVERT,
+        expected_revision=expected_revision,
         reverted_from=to_number,
     )
 
@@ -184,7 +350,8 @@ def _require_comment(comment: str) -> None:
 
 
 def _save_config(
-    config: PartitionConfig,
+    name: str,
+    edit: ConfigEdit,
     *,
     actor: AbstractBaseUser | None,
     comment: str,
@@ -192,8 +359,12 @@ def _save_config(
     expected_revision: int | None,
     expected_queue_versions: Mapping[str, int],
     reverted_from: int | None,
+    create: bool,
 ) -> SaveResult:
-    partition, created = _lock_or_create_partition(config.settings.name)
+    if create:
+        partition, created = _lock_or_create_partition(name)
+    else:
+        partition, created = _lock_partition(name), False
     if expected_revision is not None and expected_revision != partition.version:
         raise StaleVersion(
             f"partition {partition.name!r} is at version {partition.version}, "
@@ -210,10 +381,14 @@ def _save_config(
                 f"queue {path!r} is at version {row.version}, not {version}", current=row.version
             )
 
+    # Read under the lock: the edit applies to what is saved now, never to an earlier read.
+    before = partition.current_config()
+    config = edit(before)
+    if config.name != partition.name:
+        raise ValueError(f"an edit of {partition.name!r} returned partition {config.name!r}")
     errors = validate_config(config)
     if errors:
         raise ConfigErrors(errors)
-    before = partition.current_config()
     changes = diff_configs(before, config)
     if not created and not changes and before.sibling_order() == config.sibling_order():
         return SaveResult(partition=partition, revision=None)
@@ -255,6 +430,23 @@ def _save_config(
         },
     )
     return SaveResult(partition=partition, revision=revision)
+
+
+def _lock_partition(name: str) -> Partition:
+    """Lock an existing partition's row for the rest of the transaction (``NotFound`` if none)."""
+    if "\x00" in name:
+        raise NotFound(f"partition {name!r} does not exist")
+    partition = Partition.objects.select_for_update().filter(name=name).first()
+    if partition is None:
+        raise NotFound(f"partition {name!r} does not exist")
+    return partition
+
+
+def _keep_product_settings(imported: PartitionConfig, current: PartitionConfig) -> PartitionConfig:
+    """``imported`` with the product's own settings of ``current`` (a new partition's
+    ``current`` is empty with the built-in defaults, which the parsed file already has)."""
+    kept = {key: getattr(current.settings, key) for key in PRODUCT_SETTINGS}
+    return replace(imported, settings=replace(imported.settings, **kept))
 
 
 def _lock_or_create_partition(name: str) -> tuple[Partition, bool]:

@@ -301,3 +301,76 @@ def test_reordering_siblings_is_a_change_that_export_preserves(saved, admin_acco
         "root.tenant.b",
         "root.tenant.a",
     ]
+
+
+def test_an_edit_applies_to_the_config_saved_when_it_is_written(saved, admin_account):
+    """The edit function runs under the lock on what is saved then: a change of another queue
+    saved after the caller read the config is kept, not reverted by the caller's copy."""
+    stale = Partition.objects.get(name="default").current_config()
+    services.update_queue(
+        "default", "root.tenant.b", version=1, actor=admin_account, comment="b",
+        max={"memory": 45 * GI},
+    )  # fmt: skip
+    services.update_queue(
+        "default", "root.tenant.a", version=1, actor=admin_account, comment="a",
+        max={"memory": 55 * GI},
+    )  # fmt: skip
+    saved_now = Partition.objects.get(name="default").current_config()
+    assert saved_now.queue("root.tenant.b").max == {"memory": 45 * GI}
+    assert saved_now.queue("root.tenant.a").max == {"memory": 55 * GI}
+    assert stale.queue("root.tenant.b").max == {"memory": 50 * GI}  # what a stale copy held
+
+
+def test_an_import_keeps_the_product_settings_saved_when_it_is_written(saved, admin_account):
+    """queues.yaml carries no miss_percent, delays or ask policy: the values kept are those
+    saved at the moment of the import, not those read when the file was parsed."""
+    [parsed] = parse_queues_yaml(
+        BASE_YAML.replace("max: {memory: 50Gi}", "max: {memory: 40Gi}"),
+        settings_for=services.settings_for_import,
+    )
+    assert parsed.settings.miss_percent == 0
+    services.update_partition_settings(
+        "default", actor=admin_account, comment="tolerance", miss_percent=7, ask_policy="priority"
+    )
+    services.import_partition_configs([parsed], actor=admin_account, comment="import")
+    partition = Partition.objects.get(name="default")
+    assert (partition.miss_percent, partition.ask_policy) == (7, "priority")
+    assert Queue.objects.get(path="root.tenant.b").max == {"memory": 40 * GI}
+
+
+def test_an_import_previewed_against_an_older_version_saves_nothing(saved, admin_account):
+    [parsed] = parse_queues_yaml(BASE_YAML, settings_for=services.settings_for_import)
+    previewed = {"default": Partition.objects.get(name="default").version}
+    services.update_partition_settings(
+        "default", actor=admin_account, comment="meanwhile", miss_percent=3
+    )
+    before = database_state()
+    with pytest.raises(services.StaleVersion):
+        services.import_partition_configs(
+            [parsed], actor=admin_account, comment="import", expected_revisions=previewed
+        )
+    assert database_state() == before
+
+
+def test_queue_create_and_delete_check_the_tree_as_saved_when_written(saved, admin_account):
+    result, path = services.create_queue(
+        "default", parent="root.tenant", name="c", actor=admin_account, comment="add c",
+        max={"memory": 10 * GI},
+    )  # fmt: skip
+    assert path == "root.tenant.c" and result.changed
+    with pytest.raises(ConfigErrors) as again:
+        services.create_queue(
+            "default", parent="root.tenant", name="c", actor=admin_account, comment="again"
+        )
+    assert [e.location for e in again.value.errors] == ["name"]
+    with pytest.raises(ConfigErrors) as orphan:
+        services.create_queue(
+            "default", parent="root.gone", name="x", actor=admin_account, comment="orphan"
+        )
+    assert [e.location for e in orphan.value.errors] == ["parent"]
+    with pytest.raises(ConfigErrors):
+        services.delete_queue("default", "root", version=1, actor=admin_account, comment="no")
+    services.delete_queue("default", path, version=1, actor=admin_account, comment="drop c")
+    assert not Queue.objects.filter(path=path).exists()
+    with pytest.raises(services.NotFound):
+        services.delete_queue("default", path, version=1, actor=admin_account, comment="twice")

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import html
+import re
 from pathlib import Path
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Queue
 from tests.support.console import DEMO_CONFIG, import_demo, signed_in_client
 
@@ -90,3 +93,21 @@ def test_the_history_page_links_the_export_and_the_export_is_the_yaml():
     exported = viewer.get("/api/v1/partitions/default/config.yaml")
     assert exported.status_code == 200 and b"nightly" in exported.content
     assert URL in signed_in_client("admin").get("/history/?partition=default").content.decode()
+
+
+def test_save_refuses_when_the_partition_changed_since_the_preview():
+    """The preview carries the version it compared against; a change saved meanwhile (which
+    the admin never saw in the preview) makes Save refuse and ask for a new preview."""
+    import_demo()
+    admin = signed_in_client("admin")
+    body = {"text": demo_yaml(**SHRUNK), "comment": "shrink", "action": "preview"}
+    page = admin.post(URL, body).content.decode()
+    previewed = re.search(r'name="previewed" value="([^"]*)"', page).group(1)
+    services.update_partition_settings("default", actor=None, comment="meanwhile", miss_percent=4)
+    response = admin.post(URL, {**body, "action": "save", "previewed": html.unescape(previewed)})
+    assert response.status_code == 409
+    assert "Preview again" in response.content.decode()
+    assert ConfigRevision.objects.count() == 2  # the import, 1, and the settings change, 2
+    assert Queue.objects.get(path="root.batch.nightly").max["memory"] == 512 * 1024**3
+    saved = admin.post(URL, {**body, "action": "save"})  # a save without a preview: no check
+    assert saved.status_code == 302

@@ -95,10 +95,8 @@ class PartitionDetail(APIView):
         data = dict(body.validated_data)
         version = expected_version(request, data.pop("version", None))
         comment = data.pop("comment")
-        config = obj.current_config()
-        config = replace(config, settings=replace(config.settings, **data))
-        services.save_partition_config(
-            config, actor=request.user, comment=comment, expected_revision=version
+        services.update_partition_settings(
+            obj.name, actor=request.user, comment=comment, expected_revision=version, **data
         )
         obj.refresh_from_db()
         return with_etag(
@@ -213,19 +211,12 @@ class QueueList(GenericAPIView):
         body = QueueCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        config = obj.current_config()
-        if config.queue(data["parent"]) is None:
-            raise ValidationError({"parent": [f"no queue {data['parent']!r}"]})
-        queue = QueueConfig.child_of(
-            data["parent"], data["name"], guaranteed=data["guaranteed"], max=data["max"],
+        _, path = services.create_queue(
+            obj.name, parent=data["parent"], name=data["name"], actor=request.user,
+            comment=data["comment"], guaranteed=data["guaranteed"], max=data["max"],
             properties=data["properties"],
         )  # fmt: skip
-        if config.queue(queue.path) is not None:
-            raise ValidationError({"name": [f"{queue.path} already exists"]})
-        services.save_partition_config(
-            config.with_queue(queue), actor=request.user, comment=data["comment"]
-        )
-        row = next(r for r in _queue_rows(obj) if r["path"] == queue.path)
+        row = next(r for r in _queue_rows(obj) if r["path"] == path)
         return Response(row, status=201)
 
 
@@ -285,15 +276,12 @@ class QueueDetail(APIView):
         version = expected_version(request, body.validated_data.get("version"))
         if version is None:
             raise ValidationError({"version": ["send the version you read (or If-Match)"]})
-        if path == "root":
-            raise ValidationError({"path": ["the root queue cannot be deleted"]})
-        config = obj.current_config()
-        services.queue_from_config(config, path)
-        services.save_partition_config(
-            config.without_subtree(path),
+        services.delete_queue(
+            obj.name,
+            path,
+            version=version,
             actor=request.user,
             comment=body.validated_data.get("comment") or f"Delete {path}",
-            expected_queue_versions={path: version},
         )
         return Response(status=204)
 
@@ -478,14 +466,9 @@ class RevisionRevert(APIView):
         body.is_valid(raise_exception=True)
         obj = _partition(partition)
         version = expected_version(request, body.validated_data.get("version"))
-        if version is not None and version != obj.version:
-            raise services.StaleVersion(
-                f"partition {obj.name!r} is at version {obj.version}, not {version}",
-                current=obj.version,
-            )
         result = services.revert_config(
             obj.name, to_number=number, actor=request.user,
-            comment=body.validated_data.get("comment", ""),
+            comment=body.validated_data.get("comment", ""), expected_revision=version,
         )  # fmt: skip
         if result.revision is None:
             return Response({"detail": f"already equal to revision {number}", "changed": False})

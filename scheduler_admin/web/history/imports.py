@@ -9,6 +9,7 @@ what was previewed.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 
 from django import forms
@@ -39,6 +40,25 @@ class ImportForm(forms.Form):
         widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false"}),
     )
     comment = forms.CharField(label="Comment (saved with each new revision)", max_length=2000)
+    #: The version of each partition the preview was made against (JSON: name -> version, or
+    #: null for a partition that did not exist): Save refuses if one moved since.
+    previewed = forms.CharField(required=False, widget=forms.HiddenInput, max_length=100_000)
+
+    def clean_previewed(self) -> dict[str, int | None] | None:
+        raw = self.cleaned_data.get("previewed") or ""
+        if not raw:
+            return None
+        try:
+            versions = json.loads(raw)
+        except ValueError:
+            versions = None
+        valid = isinstance(versions, dict) and all(
+            isinstance(name, str) and (version is None or type(version) is int)
+            for name, version in versions.items()
+        )
+        if not valid:
+            raise forms.ValidationError("Preview the file again before saving.")
+        return versions
 
     def clean(self) -> dict[str, object]:
         data = super().clean()
@@ -65,6 +85,7 @@ class PartitionPreview:
     is_new: bool
     queue_count: int
     changes: Changes
+    version: int | None
 
 
 def preview(configs: list[PartitionConfig]) -> list[PartitionPreview]:
@@ -77,7 +98,11 @@ def preview(configs: list[PartitionConfig]) -> list[PartitionPreview]:
         before = partition.current_config() if partition else replace(config, queues=())
         items.append(
             PartitionPreview(
-                config.name, partition is None, len(config.queues), compare(before, config)
+                config.name,
+                partition is None,
+                len(config.queues),
+                compare(before, config),
+                partition.version if partition else None,
             )
         )
     return items
@@ -96,23 +121,31 @@ def history_import(request: HttpRequest) -> HttpResponse:
     content: bytes = form.cleaned_data["content"]
     source: str = form.cleaned_data["source"]
     # Keep the text in the form: the preview's Save sends exactly what was previewed.
-    kept = ImportForm(
-        initial={
-            "text": content.decode("utf-8", "replace"),
-            "comment": form.cleaned_data["comment"],
-        }
-    )
+    initial = {"text": content.decode("utf-8", "replace"), "comment": form.cleaned_data["comment"]}
+    kept = ImportForm(initial=initial)
     try:
         configs = parse_queues_yaml(
             content, settings_for=services.settings_for_import, source=source
         )
         if request.POST.get("action") != "save":
-            return _render(request, kept, [], preview(configs))
+            previews = preview(configs)
+            versions = {item.name: item.version for item in previews}
+            kept = ImportForm(initial={**initial, "previewed": json.dumps(versions)})
+            return _render(request, kept, [], previews)
         results = services.import_partition_configs(
-            configs, actor=request.user, comment=form.cleaned_data["comment"]
+            configs,
+            actor=request.user,
+            comment=form.cleaned_data["comment"],
+            expected_revisions=form.cleaned_data["previewed"],
         )
     except ConfigErrors as exc:
         return _render(request, kept, [str(error) for error in exc.errors], None, status=400)
+    except services.StaleVersion as exc:
+        message = (
+            f"Nothing was saved: {exc}, since your preview (another change was saved "
+            "meanwhile). Preview again to see what the import would change now."
+        )
+        return _render(request, kept, [message], None, status=409)
     for result in results:
         if result.revision is None:
             messages.info(request, f"Partition {result.partition.name}: unchanged.")

@@ -103,20 +103,23 @@ def history_revert(request: HttpRequest, partition: str, number: int) -> HttpRes
                                    "version": obj.version})  # fmt: skip
         return _render_revert(request, revision, form, errors)
     form = RevertForm(request.POST)
-    if form.is_valid() and form.cleaned_data["version"] != obj.version:
-        errors.append(
-            f"The configuration changed since you opened this page (now version {obj.version}). "
-            "Review what the revert changes now and confirm again."
-        )
-        form = RevertForm(initial={**form.cleaned_data, "version": obj.version})
-    elif form.is_valid():
+    if form.is_valid():
         try:
+            # The version is compared under the partition lock, in the service: a check here
+            # could pass just before another admin's save lands.
             result = services.revert_config(
                 obj.name, to_number=number, actor=request.user,
                 comment=form.cleaned_data["comment"],
+                expected_revision=form.cleaned_data["version"],
             )  # fmt: skip
         except ConfigErrors as exc:
             errors.extend(str(error) for error in exc.errors)
+        except services.StaleVersion as exc:
+            errors.append(
+                f"The configuration changed since you opened this page (now version "
+                f"{exc.current}). Review what the revert changes now and confirm again."
+            )
+            form = RevertForm(initial={**form.cleaned_data, "version": exc.current})
         else:
             return _reverted(request, revision, result)
     return _render_revert(request, revision, form, errors)
