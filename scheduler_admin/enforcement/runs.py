@@ -3,10 +3,16 @@
 Lifecycle of a run:
 
 1. **Created** ``pending`` by ``sweep_due_quota_timers`` (a timer fell due and the engine says
-   run) or ``sweep_pending_asks`` (an ask's policy found victims). The partial unique index
-   ``run_one_active_per_queue`` lets only one active run exist per queue, whatever number of
-   sweepers race; the timer's own ``pending -> fired`` update is conditional, so only one sweeper
-   fires it.
+   run) or ``sweep_pending_asks`` (an ask's policy found victims). A sweep decides on a state it
+   read earlier, and another sweeper (a second beat, or a sweep slower than its period) may have
+   started runs since; so the rules that depend on other runs are decided again in the database
+   at the moment the run is created, under the partition's run-creation lock
+   (``_lock_run_creation``): a quota timer is deferred while a run is active on its queue, an
+   ancestor or a descendant; an ask whose queue or trigger already has an active run, whose
+   earlier victims are still being evicted, or whose planned victims are no longer running gets
+   no run (it is planned again on the next sweep). The partial unique index
+   ``run_one_active_per_queue`` backs the one-run-per-queue rule, and the timer's own
+   ``pending -> fired`` update is conditional, so only one sweeper fires it.
 2. **Claimed** by ``execute_run``: the queue's fencing token is raised and copied to the run,
    with a lease. A second worker cannot claim a run whose lease is alive.
 3. **Planned** once: the victims are stored as ``RunVictim`` rows with the explanations. A run
@@ -90,6 +96,37 @@ def active_run_queues(partition: Partition) -> set[str]:
     )
 
 
+def _lock_run_creation(partition: Partition) -> None:
+    """Serialise run creation within a partition, for the rest of the transaction.
+
+    The race it prevents: two sweepers read the state, one fires a leaf's timer; the other, whose
+    list of active runs was read before that run existed, fires the leaf's parent, and both runs
+    preempt from the same tasks (over-preemption), or plans an ask on victims the first run just
+    took. Checks of other runs made after this lock see every run committed before it, and no
+    run can be created in the partition until this transaction ends. The lock is the partition
+    row (a config save takes it too, briefly); on SQLite the IMMEDIATE transaction already holds
+    the database's single write lock.
+    """
+    Partition.objects.select_for_update().filter(pk=partition.pk).values_list("pk").first()
+
+
+def _related_active_runs(partition: Partition, queue_path: str) -> list[str]:
+    """Queues with an active run that is on ``queue_path``, an ancestor or a descendant, read
+    from the database now (call it under ``_lock_run_creation``)."""
+    parts = queue_path.split(".")
+    ancestors = [".".join(parts[:depth]) for depth in range(1, len(parts))]
+    related = (
+        Q(queue_path=queue_path)
+        | Q(queue_path__in=ancestors)
+        | Q(queue_path__startswith=queue_path + ".")
+    )
+    return sorted(
+        PreemptionRun.objects.filter(partition=partition, status__in=ACTIVE_RUN_STATUSES)
+        .filter(related)
+        .values_list("queue_path", flat=True)
+    )
+
+
 # --------------------------------------------------------------------------------------------
 # Sweeping due quota timers
 # --------------------------------------------------------------------------------------------
@@ -134,7 +171,7 @@ def _sweep_partition_timers(partition: Partition, now: datetime) -> list[int]:
                 created.append(run.pk)
                 active.add(row.queue_path)
         elif decision == engine_timers.DueDecision.DEFERRED:
-            _defer_timer(row, now, active)
+            _defer_timer(row, now, sorted(q for q in active if _related(q, row.queue_path)))
         else:
             status = (
                 TimerStatus.CANCELLED
@@ -146,9 +183,17 @@ def _sweep_partition_timers(partition: Partition, now: datetime) -> list[int]:
 
 
 def _fire_timer(row: QuotaTimer, now: datetime) -> PreemptionRun | None:
-    """Turn a due timer into a pending run, unless another sweeper did or a run is active."""
+    """Turn a due timer into a pending run, unless another sweeper did or a related run is
+    active now (then the timer is deferred)."""
     try:
         with transaction.atomic():
+            _lock_run_creation(row.partition)
+            # The sweep's list of active runs was read before this moment: a run another
+            # sweeper started since (on a child, say) defers this timer all the same.
+            blockers = _related_active_runs(row.partition, row.queue_path)
+            if blockers:
+                _defer_timer(row, now, blockers)
+                return None
             # Two sweepers can get here for the same timer: the conditional update lets exactly
             # one of them through (the other sees status != pending and updates nothing).
             fired = QuotaTimer.objects.filter(pk=row.pk, status=TimerStatus.PENDING).update(
@@ -189,7 +234,7 @@ def _fire_timer(row: QuotaTimer, now: datetime) -> PreemptionRun | None:
         return None
 
 
-def _defer_timer(row: QuotaTimer, now: datetime, active: set[str]) -> None:
+def _defer_timer(row: QuotaTimer, now: datetime, blockers: list[str]) -> None:
     """Leave the timer pending; record the first deferral only, not one per sweep."""
     if row.deferred_since is not None:
         return
@@ -198,7 +243,6 @@ def _defer_timer(row: QuotaTimer, now: datetime, active: set[str]) -> None:
             pk=row.pk, status=TimerStatus.PENDING, deferred_since__isnull=True
         ).update(deferred_since=now)
         if updated:
-            blockers = sorted(q for q in active if _related(q, row.queue_path))
             record_timer_event(
                 AuditKind.TIMER_DEFERRED,
                 row,
@@ -321,6 +365,11 @@ def _start_ask_run(
     )
     try:
         with transaction.atomic():
+            _lock_run_creation(partition)
+            stale = _stale_ask_plan(partition, ask, plan, trigger, trigger_id)
+            if stale:
+                logger.info("%s %s: no run this sweep: %s", trigger, trigger_id, stale)
+                return None
             run = PreemptionRun.objects.create(
                 partition=partition,
                 policy=plan.policy,
@@ -343,6 +392,32 @@ def _start_ask_run(
             return run
     except IntegrityError:
         return None  # another run on this queue started meanwhile: try on the next sweep
+
+
+def _stale_ask_plan(
+    partition: Partition, ask: engine.Ask, plan: Plan, trigger: str, trigger_id: str
+) -> str:
+    """Why a plan made from the sweep's earlier read must not start a run now ("" if it may).
+
+    Checked in the database under ``_lock_run_creation``: another sweeper may have started a run
+    for the same ask or queue, or taken some of the same victims, since this sweep read the
+    state. The ask is simply planned again on the next sweep, on a fresh state.
+    """
+    active = PreemptionRun.objects.filter(partition=partition, status__in=ACTIVE_RUN_STATUSES)
+    if active.filter(Q(queue_path=ask.queue) | Q(trigger=trigger, trigger_id=trigger_id)).exists():
+        return "a run for it or its queue is already active"
+    if trigger_id in _asks_waiting_for_victims(partition):
+        return "the victims of its earlier run are still being evicted"
+    asks = Ask.objects.filter(partition=partition, state=AskState.PENDING)
+    asks = asks.filter(job=ask.job) if trigger == "job" else asks.filter(external_id=ask.id)
+    if not asks.exists():
+        return "it is no longer pending"
+    running = Allocation.objects.filter(
+        partition=partition, external_id__in=plan.victims, state=AllocationState.RUNNING
+    ).count()
+    if running != len(set(plan.victims)):
+        return "some of its victims are no longer running"
+    return ""
 
 
 def _reserve_nodes(partition: Partition, ask: engine.Ask, plan: Plan) -> None:

@@ -1,0 +1,268 @@
+"""Sweepers that overlap (two beats, or a sweep slower than its period) on real PostgreSQL.
+
+A leaf and its parent fall due in the same sweep. One sweeper alone fires the leaf, defers the
+parent while the leaf's run is active, and runs the parent afterwards on the state the leaf's run
+left (SPEC 4.1). Two sweepers released at the same instant must do exactly that too: the rule
+"deferred while a related run is active" is decided in the database when the run is created, so
+the sweeper that lost the leaf's timer to the other does not fire the parent on its stale read
+(which used to preempt the parent's share a second time, and to end in spurious runs).
+
+The sweepers are threads with their own database connections, started by a barrier; each trial
+has a partition of its own, so trials are independent and nothing is flushed in between.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.db import connection
+
+from preemption.model import Options
+from preemption.policies import plan_ask
+from scheduler_admin.cluster.adapters import load_cluster_state
+from scheduler_admin.cluster.models import Allocation, AllocationState
+from scheduler_admin.cluster.services import ingest_cluster_state
+from scheduler_admin.enforcement import runs
+from scheduler_admin.enforcement.models import (
+    ACTIVE_RUN_STATUSES,
+    EvictionOrder,
+    PreemptionRun,
+    QuotaTimer,
+    TimerStatus,
+)
+from scheduler_admin.queues import services as config_services
+from scheduler_admin.queues.models import Partition, Queue
+from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from tests.support.team import GB, START, task
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TRIALS = 10
+CONFIG = """
+partitions:
+  - name: NAME
+    preemption: {enabled: true, quotapreemptionenabled: true}
+    queues:
+      - name: root
+        queues:
+          - name: team
+            resources: {max: {memory: 400G}}
+            properties: {quota.preemption.delay: 1s}
+            queues:
+              - name: a
+              - name: b
+"""
+
+
+def make_partition(name: str) -> None:
+    """team.a and team.b run eight 10G tasks each (16 in all, 160G)."""
+    with time_machine.travel(START, tick=False):
+        [config] = parse_queues_yaml(
+            CONFIG.replace("NAME", name), settings_for=config_services.settings_for_import
+        )
+        result = config_services.save_partition_config(config, actor=None, comment="initial")
+        tasks = [
+            task(f"{leaf}{n}", f"root.team.{leaf}", 10, n) for leaf in "ab" for n in range(1, 9)
+        ]
+        ingest_cluster_state(
+            result.partition,
+            {"nodes": [{"name": "n1", "capacity": {"memory": "1000G"}}], "allocations": tasks},
+            actor=None,
+        )
+        # A new queue with a max starts no timer; lower b (80G -> 40G) and team (160G -> 110G).
+        for path, memory in (("root.team.b", 40), ("root.team", 110)):
+            version = Queue.objects.get(partition=result.partition, path=path).version
+            config_services.update_queue(
+                name, path, version=version, actor=None, comment="lower",
+                max={"memory": memory * GB},
+            )  # fmt: skip
+    assert QuotaTimer.objects.filter(partition__name=name, status=TimerStatus.PENDING).count() == 2
+
+
+def related(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def active_runs(name: str) -> list[str]:
+    return list(
+        PreemptionRun.objects.filter(
+            partition__name=name, status__in=ACTIVE_RUN_STATUSES
+        ).values_list("queue_path", flat=True)
+    )
+
+
+def in_threads(calls: list[Callable[[], object]]) -> list[object]:
+    """Run the calls released at the same instant by a barrier, each in its own thread (and
+    database connection); re-raise the first failure."""
+    barrier = threading.Barrier(len(calls))
+    results: list[object] = [None] * len(calls)
+
+    def run(index: int) -> None:
+        try:
+            barrier.wait()
+            results[index] = calls[index]()
+        except BaseException as exc:
+            results[index] = exc
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return results
+
+
+def enforce(name: str, sweepers: int) -> dict[str, object]:
+    """Sweep the due timers with ``sweepers`` sweepers at once, then keep executing the active
+    runs (all at once) and sweeping (one sweeper, a second later each time) until nothing is
+    pending or active; returns what happened."""
+    concurrent_runs: list[list[str]] = []
+    clock = START + timedelta(seconds=2)
+    with time_machine.travel(clock, tick=False):
+        in_threads([lambda now=clock: runs.sweep_due_quota_timers(now)] * sweepers)
+    concurrent_runs.append(active_runs(name))
+    for step in itertools.count():
+        assert step < 20, "enforcement did not settle"
+        # Active runs execute at once, as on a worker with several slots.
+        active = PreemptionRun.objects.filter(partition__name=name, status__in=ACTIVE_RUN_STATUSES)
+        with time_machine.travel(clock, tick=False):
+            in_threads(
+                [
+                    lambda run_id=run_id: runs.execute_run(run_id, worker=f"w{run_id}")
+                    for run_id in active.values_list("pk", flat=True)
+                ]
+            )
+        clock += timedelta(seconds=1)
+        pending = QuotaTimer.objects.filter(partition__name=name, status=TimerStatus.PENDING)
+        if not pending.exists() and not active_runs(name):
+            break
+        with time_machine.travel(clock, tick=False):
+            runs.sweep_due_quota_timers(clock)
+        concurrent_runs.append(active_runs(name))
+    evicted = sorted(
+        EvictionOrder.objects.filter(partition__name=name).values_list("allocation_id", flat=True)
+    )
+    preempting = Allocation.objects.filter(
+        partition__name=name, state=AllocationState.PREEMPTING
+    ).count()
+    assert preempting == len(evicted)
+    return {
+        "evicted": evicted,
+        "runs": list(
+            PreemptionRun.objects.filter(partition__name=name)
+            .order_by("pk")
+            .values_list("queue_path", "outcome")
+        ),
+        "concurrent": concurrent_runs,
+    }
+
+
+def test_two_sweepers_at_once_preempt_exactly_what_one_sweeper_does() -> None:
+    make_partition("alone")
+    alone = enforce("alone", sweepers=1)
+    # One sweeper: b's run first (4 of b's tasks), then team's run on what is left (160G - 40G
+    # = 120G against 110G: one task each from a and b, by their releasable shares).
+    assert [path for path, _ in alone["runs"]] == ["root.team.b", "root.team"]
+    assert all(outcome == "complete" for _, outcome in alone["runs"])
+    assert len(alone["evicted"]) == 6
+
+    failures = []
+    for trial in range(TRIALS):
+        name = f"race{trial}"
+        make_partition(name)
+        raced = enforce(name, sweepers=2)
+        overlapping = [
+            queues
+            for queues in raced["concurrent"]
+            if any(related(x, y) for x, y in itertools.combinations(queues, 2))
+        ]
+        if overlapping or raced["runs"] != alone["runs"] or len(raced["evicted"]) != 6:
+            failures.append((trial, raced["runs"], len(raced["evicted"]), overlapping))
+    assert not failures, f"{len(failures)} of {TRIALS} trials differ from one sweeper: {failures}"
+
+
+# --- Pending asks ---------------------------------------------------------------------------
+
+ASK_CONFIG = """
+partitions:
+  - name: NAME
+    queues:
+      - name: root
+        queues:
+          - name: prod
+            resources: {guaranteed: {vcore: "8"}}
+            properties: {preemption.delay: 1s}
+          - name: batch
+            resources: {guaranteed: {vcore: "2"}}
+"""
+
+
+def make_ask_partition(name: str) -> None:
+    """batch fills the node (four 2-core tasks); prod asks for 2 cores under its guarantee."""
+    with time_machine.travel(START, tick=False):
+        [config] = parse_queues_yaml(
+            ASK_CONFIG.replace("NAME", name), settings_for=config_services.settings_for_import
+        )
+        partition = config_services.save_partition_config(config, actor=None, comment="x").partition
+    allocations = [
+        {"id": f"b{i}", "queue": "root.batch", "app": f"batch{i}", "node": "n1",
+         "resources": {"vcore": "2"}, "created_at": f"2026-03-01T1{i}:00:00Z"}
+        for i in range(4)
+    ]  # fmt: skip
+    ask = {"id": "k1", "queue": "root.prod", "app": "web", "resources": {"vcore": "2"},
+           "created_at": START.isoformat()}  # fmt: skip
+    ingest_cluster_state(
+        partition,
+        {"nodes": [{"name": "n1", "capacity": {"vcore": "8"}}], "allocations": allocations,
+         "asks": [ask]},
+        actor=None,
+    )  # fmt: skip
+
+
+def test_two_ask_sweepers_at_once_start_one_run_and_take_each_victim_once() -> None:
+    failures = []
+    clock = START + timedelta(seconds=5)
+    for trial in range(TRIALS):
+        name = f"asks{trial}"
+        make_ask_partition(name)
+        with time_machine.travel(clock, tick=False):
+            created = in_threads([lambda: runs.sweep_pending_asks(clock)] * 2)
+            run_ids = [run_id for ids in created for run_id in ids]
+            in_threads([lambda run_id=r: runs.execute_run(run_id, worker="w") for r in run_ids])
+        evicted = list(
+            EvictionOrder.objects.filter(partition__name=name).values_list(
+                "allocation_id", flat=True
+            )
+        )
+        if len(run_ids) != 1 or evicted != ["b3"]:
+            failures.append((trial, run_ids, evicted))
+    assert not failures, f"{len(failures)} of {TRIALS} trials: {failures}"
+
+
+def test_a_plan_read_before_another_run_took_its_victims_starts_no_run() -> None:
+    """A sweep slower than its period: it planned the ask on a state read before another
+    sweeper's run for the same ask was created, executed and finished. Deciding in the database
+    when the run is created, it sees the victims are no longer running and starts nothing."""
+    make_ask_partition("slow")
+    partition = Partition.objects.get(name="slow")
+    clock = START + timedelta(seconds=5)
+    stale_state = load_cluster_state(partition, running_runs=frozenset())
+    stale_plan = plan_ask(stale_state, "k1", clock, Options())
+    assert stale_plan.victims == ("b3",)
+    with time_machine.travel(clock, tick=False):
+        [run_id] = runs.sweep_pending_asks(clock)
+        runs.execute_run(run_id, worker="fast")
+        ask = stale_state.asks_by_id["k1"]
+        assert runs._start_ask_run(partition, ask, stale_plan, clock) is None
+    assert PreemptionRun.objects.filter(partition=partition).count() == 1
+    assert EvictionOrder.objects.filter(partition=partition).count() == 1
