@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from preemption import model as engine
@@ -110,9 +110,8 @@ def _lock_run_creation(partition: Partition) -> None:
     Partition.objects.select_for_update().filter(pk=partition.pk).values_list("pk").first()
 
 
-def _related_active_runs(partition: Partition, queue_path: str) -> list[str]:
-    """Queues with an active run that is on ``queue_path``, an ancestor or a descendant, read
-    from the database now (call it under ``_lock_run_creation``)."""
+def _related_runs(partition: Partition, queue_path: str) -> QuerySet[PreemptionRun]:
+    """Runs on ``queue_path``, an ancestor or a descendant."""
     parts = queue_path.split(".")
     ancestors = [".".join(parts[:depth]) for depth in range(1, len(parts))]
     related = (
@@ -120,11 +119,18 @@ def _related_active_runs(partition: Partition, queue_path: str) -> list[str]:
         | Q(queue_path__in=ancestors)
         | Q(queue_path__startswith=queue_path + ".")
     )
-    return sorted(
-        PreemptionRun.objects.filter(partition=partition, status__in=ACTIVE_RUN_STATUSES)
-        .filter(related)
-        .values_list("queue_path", flat=True)
-    )
+    return PreemptionRun.objects.filter(partition=partition).filter(related)
+
+
+def _related_active_runs(partition: Partition, queue_path: str) -> list[str]:
+    """Queues with an active run that is on ``queue_path``, an ancestor or a descendant, read
+    from the database now (call it under ``_lock_run_creation``)."""
+    active = _related_runs(partition, queue_path).filter(status__in=ACTIVE_RUN_STATUSES)
+    return sorted(active.values_list("queue_path", flat=True))
+
+
+def _related_runs_ended_since(partition: Partition, queue_path: str, moment: datetime) -> bool:
+    return _related_runs(partition, queue_path).filter(finished_at__gt=moment).exists()
 
 
 # --------------------------------------------------------------------------------------------
@@ -159,6 +165,7 @@ def _sweep_partition_timers(partition: Partition, now: datetime) -> list[int]:
     }
     if not rows:
         return []
+    read_at = timezone.now()  # wall clock, like the runs' finished_at (``now`` may be given)
     active = active_run_queues(partition)
     state = load_cluster_state(partition, running_runs=active)
     created = []
@@ -166,7 +173,7 @@ def _sweep_partition_timers(partition: Partition, now: datetime) -> list[int]:
         row = rows[timer.queue]
         decision = engine_timers.decide_due(replace(state, running_runs=frozenset(active)), timer)
         if decision == engine_timers.DueDecision.RUN:
-            run = _fire_timer(row, now)
+            run = _fire_timer(row, now, read_at=read_at)
             if run is not None:
                 created.append(run.pk)
                 active.add(row.queue_path)
@@ -182,9 +189,10 @@ def _sweep_partition_timers(partition: Partition, now: datetime) -> list[int]:
     return created
 
 
-def _fire_timer(row: QuotaTimer, now: datetime) -> PreemptionRun | None:
+def _fire_timer(row: QuotaTimer, now: datetime, *, read_at: datetime) -> PreemptionRun | None:
     """Turn a due timer into a pending run, unless another sweeper did or a related run is
-    active now (then the timer is deferred)."""
+    active now (then the timer is deferred). ``read_at`` is when the sweep read the state its
+    decision rests on."""
     try:
         with transaction.atomic():
             _lock_run_creation(row.partition)
@@ -193,6 +201,11 @@ def _fire_timer(row: QuotaTimer, now: datetime) -> PreemptionRun | None:
             blockers = _related_active_runs(row.partition, row.queue_path)
             if blockers:
                 _defer_timer(row, now, blockers)
+                return None
+            # A related run that started and ended after the read changed the usage this
+            # decision saw: leave the timer pending for the next sweep, on a fresh state.
+            if _related_runs_ended_since(row.partition, row.queue_path, read_at):
+                logger.info("timer %s: a related run ended during the sweep; next sweep", row.pk)
                 return None
             # Two sweepers can get here for the same timer: the conditional update lets exactly
             # one of them through (the other sees status != pending and updates nothing).

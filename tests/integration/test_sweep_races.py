@@ -21,6 +21,7 @@ from datetime import timedelta
 import pytest
 import time_machine
 from django.db import connection
+from django.utils import timezone
 
 from preemption.model import Options
 from preemption.policies import plan_ask
@@ -266,3 +267,28 @@ def test_a_plan_read_before_another_run_took_its_victims_starts_no_run() -> None
         assert runs._start_ask_run(partition, ask, stale_plan, clock) is None
     assert PreemptionRun.objects.filter(partition=partition).count() == 1
     assert EvictionOrder.objects.filter(partition=partition).count() == 1
+
+
+def test_a_sweep_that_read_before_a_related_run_ended_leaves_the_timer_to_the_next_sweep() -> None:
+    """A sweep slower than the leaf's whole run: it read the state before the leaf's run
+    existed, so it would fire the parent on usage the leaf's run has since lowered. The fire
+    sees the related run that ended after the read and leaves the timer pending; the next
+    sweep decides on the state as it is then."""
+    make_partition("slowparent")
+    clock = START + timedelta(seconds=2)
+    parent = QuotaTimer.objects.get(partition__name="slowparent", queue_path="root.team")
+    with time_machine.travel(clock, tick=False):
+        read_at = timezone.now()
+    with time_machine.travel(clock + timedelta(seconds=1), tick=False):
+        [leaf_run] = [
+            run_id
+            for run_id in runs.sweep_due_quota_timers(clock)
+            if PreemptionRun.objects.get(pk=run_id).queue_path == "root.team.b"
+        ]
+        runs.execute_run(leaf_run, worker="w")
+        assert runs._fire_timer(parent, clock, read_at=read_at) is None
+    parent.refresh_from_db()
+    assert parent.status == TimerStatus.PENDING
+    assert active_runs("slowparent") == []
+    [parent_run] = runs.sweep_due_quota_timers(clock + timedelta(seconds=2))
+    assert PreemptionRun.objects.get(pk=parent_run).queue_path == "root.team"
