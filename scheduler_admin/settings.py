@@ -224,6 +224,9 @@ CONFIG_MAX_BYTES = env.int("CONFIG_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
 # How long a worker owns a claimed preemption run without writing; past it the reaper hands the
 # run to another worker (whose claim raises the queue's fencing token).
 RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", 60, minimum=2)
+# Claims a run gets before it ends "failed" (an attempt raised, or its worker died each time):
+# a run that cannot finish must not block its queue and its relatives forever.
+RUN_MAX_ATTEMPTS = env.int("RUN_MAX_ATTEMPTS", 3, minimum=1)
 # Pause between two evictions of one run, to spread the load on the cluster (0 = none).
 EVICTION_PACING_SECONDS = env.int("EVICTION_PACING_SECONDS", 0, minimum=0)
 # Optional webhook that receives every eviction order (signed with the secret, HMAC-SHA256).

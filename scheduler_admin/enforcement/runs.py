@@ -22,6 +22,13 @@ Lifecycle of a run:
    that the queue's token is still the run's: a worker that lost its lease writes nothing.
 5. **Finished** with the plan's outcome. ``reap_stale_runs`` re-enqueues runs whose lease
    expired (the worker died or stalled).
+6. **Failed**, when it cannot finish: an attempt that raises records its error and hands the run
+   back (its lease ends, so the reaper re-enqueues it); a worker that dies mid-run leaves its
+   lease to expire. After ``RUN_MAX_ATTEMPTS`` claims the run ends ``failed`` with the error,
+   which releases its queue (and its relatives' timers) instead of blocking them forever. An
+   admin can also abort an active run (``abort_run``). Either way the queue's fencing token is
+   raised, so a worker still holding the run writes nothing more; victims already preempted
+   stay preempted (their eviction orders stand), and the dashboard raises an alert.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 from django.db.models import Q, QuerySet
 from django.utils import timezone
@@ -41,7 +49,7 @@ from preemption import timers as engine_timers
 from preemption.model import Options, Outcome, Plan
 from preemption.policies import plan_ask, plan_quota
 from scheduler_admin.audit.models import AuditKind
-from scheduler_admin.audit.services import record_event
+from scheduler_admin.audit.services import actor_name, record_event
 from scheduler_admin.cluster.adapters import load_cluster_state
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.enforcement.models import (
@@ -62,6 +70,18 @@ logger = logging.getLogger(__name__)
 
 class StaleRun(Exception):
     """The queue's fencing token moved on: another worker owns this run now."""
+
+
+class RunNotFound(Exception):
+    """No run with that id (HTTP 404)."""
+
+
+class RunNotActive(Exception):
+    """The run already ended, so it cannot be aborted (HTTP 409)."""
+
+
+#: Longest error text stored on a run (the full traceback goes to the worker's log).
+ERROR_MAX_LENGTH = 2000
 
 
 def _enqueue(run_id: int) -> None:
@@ -469,6 +489,13 @@ def execute_run(run_id: int, *, worker: str) -> PreemptionRun | None:
     except StaleRun:
         logger.warning("run %s: lost its lease to another worker; stopping without writing", run_id)
         return None
+    except Exception as exc:
+        # Whatever failed was rolled back with its transaction; the steps done before it stand.
+        logger.exception("run %s: attempt %s failed", run_id, run.attempt)
+        try:
+            _attempt_failed(run, token, f"{type(exc).__name__}: {exc}")
+        except StaleRun:
+            return None
     run.refresh_from_db()
     return run
 
@@ -489,11 +516,19 @@ def claim_run(run_id: int, *, worker: str, now: datetime | None = None) -> int |
             return None
         if run.status == RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at > now:
             return None
-        lock, _ = QueueLock.objects.select_for_update().get_or_create(
-            partition=run.partition, queue_path=run.queue_path
-        )
-        lock.token += 1
-        lock.save(update_fields=["token"])
+        lock = _raise_token(run)
+        if run.attempt >= settings.RUN_MAX_ATTEMPTS:
+            # Every attempt so far ended without finishing (its worker died, or it raised):
+            # a further one would fare no better, and the run blocks its queue meanwhile.
+            why = run.error or "each worker stopped before finishing (its lease expired)"
+            _end_failed(
+                run,
+                now,
+                f"Gave up after {run.attempt} attempts: {why}",
+                kind=AuditKind.RUN_FAILED,
+                actor=None,
+            )
+            return None
         resumed = run.status == RunStatus.RUNNING
         run.status = RunStatus.RUNNING
         run.fence_token = lock.token
@@ -516,6 +551,96 @@ def claim_run(run_id: int, *, worker: str, now: datetime | None = None) -> int |
                 data={"run": run.pk, "attempt": run.attempt, "fence_token": lock.token},
             )
     return lock.token
+
+
+def _raise_token(run: PreemptionRun) -> QueueLock:
+    """Raise the queue's fencing token (inside a transaction): whoever held the old value can
+    write nothing more for this queue's runs."""
+    lock, _ = QueueLock.objects.select_for_update().get_or_create(
+        partition=run.partition, queue_path=run.queue_path
+    )
+    lock.token += 1
+    lock.save(update_fields=["token"])
+    return lock
+
+
+def _attempt_failed(run: PreemptionRun, token: int, error: str) -> None:
+    """Record a failed attempt (fenced: only the run's owner may). The last allowed attempt
+    ends the run ``failed``; an earlier one gives the run back with an expired lease, so the
+    reaper hands it to a worker again (which resumes from the stored victims)."""
+    now = timezone.now()
+    error = error[:ERROR_MAX_LENGTH]
+    with transaction.atomic():
+        _check_token(run, token, now)
+        run.refresh_from_db(fields=["attempt"])
+        if run.attempt >= settings.RUN_MAX_ATTEMPTS:
+            _raise_token(run)
+            message = f"Failed on attempt {run.attempt} of {settings.RUN_MAX_ATTEMPTS}: {error}"
+            _end_failed(run, now, message, kind=AuditKind.RUN_FAILED, actor=None)
+            return
+        PreemptionRun.objects.filter(pk=run.pk).update(error=error, lease_expires_at=now)
+        _run_event(
+            AuditKind.RUN_ATTEMPT_FAILED,
+            run,
+            at=now,
+            summary=f"Run {run.pk} attempt {run.attempt} of {settings.RUN_MAX_ATTEMPTS} "
+            f"failed ({error[:200]}); it will be retried",
+            data={"run": run.pk, "attempt": run.attempt, "error": error},
+        )
+
+
+def _end_failed(
+    run: PreemptionRun,
+    now: datetime,
+    error: str,
+    *,
+    kind: AuditKind,
+    actor: AbstractBaseUser | None,
+) -> None:
+    """End an active run ``failed`` (inside a transaction that raised the token): its queue
+    and its relatives are free again. Victims already preempted stay preempted."""
+    error = error[:ERROR_MAX_LENGTH]
+    PreemptionRun.objects.filter(pk=run.pk).update(
+        status=RunStatus.FAILED, finished_at=now, lease_expires_at=None, error=error
+    )
+    preempted = run.victims.filter(preempted_at__isnull=False).count()
+    verb = "aborted" if kind == AuditKind.RUN_ABORTED else "failed"
+    record_event(
+        kind,
+        actor=actor,
+        at=now,
+        partition_name=run.partition.name,
+        queue_path=run.queue_path,
+        object_type="run",
+        object_id=str(run.pk),
+        summary=f"Run {run.pk} of {run.queue_path} {verb} after {preempted} victims: {error}",
+        data={"run": run.pk, "error": error, "attempt": run.attempt, "preempted": preempted},
+    )
+
+
+def abort_run(run_id: int, *, actor: AbstractBaseUser | None, reason: str = "") -> PreemptionRun:
+    """An admin ends an active run: it is marked ``failed`` with who aborted it and why, its
+    queue's fencing token is raised (a worker still executing it writes nothing more), and its
+    queue is free again. Victims already preempted stay preempted. Raises ``RunNotFound`` or
+    ``RunNotActive`` (already ended)."""
+    now = timezone.now()
+    with transaction.atomic():
+        run = (
+            PreemptionRun.objects.select_for_update()
+            .select_related("partition")
+            .filter(pk=run_id)
+            .first()
+        )
+        if run is None:
+            raise RunNotFound(f"no run {run_id}")
+        if run.status not in ACTIVE_RUN_STATUSES:
+            raise RunNotActive(f"run {run_id} already ended ({run.status})")
+        _raise_token(run)
+        reason = " ".join(reason.split())
+        error = f"Aborted by {actor_name(actor)}" + (f": {reason}" if reason else "")
+        _end_failed(run, now, error, kind=AuditKind.RUN_ABORTED, actor=actor)
+    run.refresh_from_db()
+    return run
 
 
 def _check_token(run: PreemptionRun, token: int, now: datetime) -> None:

@@ -16,6 +16,7 @@ from scheduler_admin.enforcement.models import (
     RunVictim,
     TimerStatus,
 )
+from scheduler_admin.limits import COMMENT_MAX_LENGTH
 
 
 class TimerSerializer(serializers.ModelSerializer):
@@ -98,6 +99,12 @@ class RunDetailSerializer(RunSerializer):
     class Meta(RunSerializer.Meta):
         fields = [*RunSerializer.Meta.fields, "victims", "explanations"]
         read_only_fields = fields
+
+
+class AbortSerializer(serializers.Serializer):
+    """Why an admin aborts a run (kept on the run and in the audit event)."""
+
+    comment = serializers.CharField(max_length=COMMENT_MAX_LENGTH, required=False, allow_blank=True)
 
 
 class EvictionSerializer(serializers.ModelSerializer):

@@ -1,8 +1,8 @@
 """Live-loop routes under ``/api/v1/`` (SPEC 7; the paths are part of the contract).
 
-The two writes (``timers/{id}/cancel`` and ``evictions/{id}/ack``) are accepted with and without
-a trailing slash; the optional slash is written ``(?:/)?`` rather than ``/?`` so the OpenAPI
-schema shows the SPEC's paths, without the slash.
+The writes (``timers/{id}/cancel``, ``evictions/{id}/ack`` and ``runs/{id}/abort``) are accepted
+with and without a trailing slash; the optional slash is written ``(?:/)?`` rather than ``/?`` so
+the OpenAPI schema shows the SPEC's paths, without the slash.
 """
 
 from django.urls import path, re_path
@@ -21,6 +21,11 @@ urlpatterns = [
     ),
     path("runs/", views.RunViewSet.as_view({"get": "list"}), name="api-run-list"),
     path("runs/<int:pk>/", views.RunViewSet.as_view({"get": "retrieve"}), name="api-run-detail"),
+    re_path(
+        r"^runs/(?P<pk>[0-9]+)/abort(?:/)?$",
+        views.RunViewSet.as_view({"post": "abort"}),
+        name="api-run-abort",
+    ),
     path(
         f"{P}/evictions/",
         views.EvictionViewSet.as_view({"get": "list"}),

@@ -1,8 +1,9 @@
 """The live loop's API (SPEC 5 and 7): quota timers, preemption runs and eviction orders.
 
 Views declare (queryset, serializer, filterset); the two writes call services:
-``timers.cancel_timer`` and ``evictions.acknowledge_eviction``. Their "not found" exceptions are
-turned into 404 here, with the common error body.
+``timers.cancel_timer``, ``evictions.acknowledge_eviction`` and ``runs.abort_run``. Their "not
+found" exceptions are turned into 404 here, and "already ended" into 409, with the common error
+body.
 """
 
 from __future__ import annotations
@@ -10,7 +11,12 @@ from __future__ import annotations
 from django.db.models import Count
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
-from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import mixins, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import NotFound
@@ -18,11 +24,13 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
-from scheduler_admin.api.permissions import OPERATOR, VIEWER
+from scheduler_admin.api.errors import Conflict
+from scheduler_admin.api.permissions import ADMIN, OPERATOR, VIEWER
 from scheduler_admin.api.views import (
     LIST_ERRORS,
     READ_ERRORS,
     WRITE_ERRORS,
+    ErrorSerializer,
     PartitionReadOnlyViewSet,
     PartitionScoped,
     StableOrderingFilter,
@@ -32,10 +40,12 @@ from scheduler_admin.enforcement import filtersets
 from scheduler_admin.enforcement.api import serializers
 from scheduler_admin.enforcement.evictions import OrderNotFound, acknowledge_eviction
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
+from scheduler_admin.enforcement.runs import RunNotActive, RunNotFound, abort_run
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
 
 # A POST without a body: nothing to describe.
 NO_BODY = None
+ERROR = OpenApiResponse(ErrorSerializer, description="The run already ended.")
 # Ids are matched by the ``int`` path converter (no sign); say so, or generated clients and
 # schema tests send negative ids that no route matches.
 ID = OpenApiParameter("id", {"type": "integer", "minimum": 0}, OpenApiParameter.PATH)
@@ -101,11 +111,33 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     ordering_fields = ["created_at", "finished_at"]
     ordering = ["-created_at", "-id"]
     read_role = VIEWER
+    action_roles = {"abort": ADMIN}
 
     def get_serializer_class(self) -> type[BaseSerializer]:
         if self.action == "retrieve":
             return serializers.RunDetailSerializer
         return self.serializer_class
+
+    @extend_schema(
+        summary="Abort an active run (admin)",
+        description="The run ends `failed` with who aborted it and the comment; its queue is "
+        "free again and a worker still executing it writes nothing more. Victims already "
+        "preempted stay preempted. 409 when the run already ended.",
+        parameters=[ID],
+        request=serializers.AbortSerializer,
+        responses={200: serializers.RunSerializer, 409: ERROR, **WRITE_ERRORS},
+    )
+    @action(detail=True, methods=["post"])
+    def abort(self, request: Request, pk: str) -> Response:
+        body = serializers.AbortSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        try:
+            abort_run(int(pk), actor=request.user, reason=body.validated_data.get("comment", ""))
+        except RunNotFound as exc:
+            raise NotFound(str(exc)) from exc
+        except RunNotActive as exc:
+            raise Conflict(str(exc), code="run_not_active") from exc
+        return Response(self.get_serializer(self.get_queryset().get(pk=pk)).data)
 
 
 @document_reads("eviction order", serializers.EvictionSerializer, detail_parameters=[ID])

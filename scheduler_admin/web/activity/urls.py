@@ -7,5 +7,6 @@ from scheduler_admin.web.activity import views
 urlpatterns = [
     path("runs/", views.run_list, name="run-list"),
     path("runs/<int:pk>/", views.run_detail, name="run-detail"),
+    path("runs/<int:pk>/abort/", views.run_abort, name="run-abort"),
     path("audit/", views.audit_list, name="audit-list"),
 ]

@@ -1,28 +1,39 @@
 """Runs and Audit pages (SPEC 8): filterable lists, a run with its victims and the explanation
 of every candidate, and the audit log with its exports.
 
-Everything here reads. The lists bind the same FilterSets as the REST API (``RunFilterSet``,
-``AuditEventFilter``), so a query string means the same on ``/runs/`` and ``/api/v1/runs/``,
-and the export links can hand the page's own query string to ``/api/v1/audit/export.*``.
-A filter value that does not parse is shown next to its field and the list stays empty: the
-page never guesses what was meant and never answers with a 500.
+Everything here reads, except an admin's abort of an active run (``runs.abort_run``). The lists
+bind the same FilterSets as the REST API (``RunFilterSet``, ``AuditEventFilter``), so a query
+string means the same on ``/runs/`` and ``/api/v1/runs/``, and the export links can hand the
+page's own query string to ``/api/v1/audit/export.*``. A filter value that does not parse is
+shown next to its field and the list stays empty: the page never guesses what was meant and
+never answers with a 500.
 """
 
 from __future__ import annotations
 
 from django import forms
+from django.contrib import messages
 from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_safe
+from django.views.decorators.http import require_POST, require_safe
 
+from scheduler_admin.accounts.roles import ADMIN
 from scheduler_admin.audit.filtersets import AuditEventFilter
 from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.filtersets import RunFilterSet
-from scheduler_admin.enforcement.models import EvictionOrder, EvictionStatus, PreemptionRun
+from scheduler_admin.enforcement.models import (
+    ACTIVE_RUN_STATUSES,
+    EvictionOrder,
+    EvictionStatus,
+    PreemptionRun,
+)
+from scheduler_admin.limits import COMMENT_MAX_LENGTH
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web.activity import presenters
+from scheduler_admin.web.common import require_role
 from scheduler_admin.web.explanations import outcome_text
 from scheduler_admin.web.queue_pages import plans
 
@@ -130,8 +141,37 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "explanation_rows": plans.candidate_rows(explanation_page, victim_order, details),
             "orders_total": orders.count(),
             "orders_pending": orders.filter(status=EvictionStatus.PENDING).count(),
+            "active": run.status in ACTIVE_RUN_STATUSES,
+            "abort_form": AbortForm(),
         },
     )
+
+
+class AbortForm(forms.Form):
+    comment = forms.CharField(
+        label="Why (kept with the run)", required=False, max_length=COMMENT_MAX_LENGTH
+    )
+
+
+@require_POST
+def run_abort(request: HttpRequest, pk: int) -> HttpResponse:
+    """An admin ends an active run (``runs.abort_run``); back to the run page with a message."""
+    require_role(request.user, ADMIN)
+    run = get_object_or_404(PreemptionRun, pk=pk)
+    form = AbortForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "The run was not aborted: " + " ".join(form.errors["comment"]))
+        return redirect("run-detail", pk=run.pk)
+    try:
+        runs.abort_run(run.pk, actor=request.user, reason=form.cleaned_data["comment"])
+    except runs.RunNotActive:
+        messages.info(request, f"Run {run.pk} had already ended: nothing was aborted.")
+    else:
+        messages.success(
+            request, f"Run {run.pk} aborted: its queue is free again. Victims already "
+            "preempted stay preempted.",
+        )  # fmt: skip
+    return redirect("run-detail", pk=run.pk)
 
 
 @require_safe

@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from django.contrib import messages
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -20,7 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from preemption.config import ROOT
 from scheduler_admin.accounts.roles import OPERATOR
-from scheduler_admin.enforcement.models import PreemptionRun, QuotaTimer
+from scheduler_admin.enforcement.models import PreemptionRun, QuotaTimer, RunStatus
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.system.models import WorkerHeartbeat
@@ -101,11 +101,21 @@ def _partition_context(
 
 
 def _alerts(partition: Partition, now: datetime) -> list[dict[str, object]]:
-    """Recent runs that left their queue over max (SPEC 4.1: the dashboard shows an alert)."""
+    """Recent runs that left their queue over max (SPEC 4.1: the dashboard shows an alert):
+    those that fell short, and those that failed or were aborted before they finished."""
     runs = PreemptionRun.objects.filter(
-        partition=partition, outcome__in=ALERT_OUTCOMES, created_at__gte=now - ALERT_WINDOW
+        Q(outcome__in=ALERT_OUTCOMES) | Q(status=RunStatus.FAILED),
+        partition=partition,
+        created_at__gte=now - ALERT_WINDOW,
     )[:RECENT]
-    return [{"run": run, "text": outcome_text(run.outcome)} for run in runs]
+    return [
+        {
+            "run": run,
+            "label": "failed" if run.status == RunStatus.FAILED else run.outcome,
+            "text": run.error if run.status == RunStatus.FAILED else outcome_text(run.outcome),
+        }
+        for run in runs
+    ]
 
 
 def _heartbeats(now: datetime) -> list[dict[str, object]]:
