@@ -644,8 +644,16 @@ def abort_run(run_id: int, *, actor: AbstractBaseUser | None, reason: str = "") 
 
 
 def _check_token(run: PreemptionRun, token: int, now: datetime) -> None:
-    """Inside a write's transaction: lock the queue's token row and insist it is still ours;
-    then extend the lease (the run is alive)."""
+    """Inside a write's transaction: extend the lease (the run is alive), then lock the queue's
+    token row and insist it is still ours (raising rolls the lease back with the rest).
+
+    Lock order: the run's row first, then the token row, as ``claim_run`` and ``abort_run``
+    take them. The other order let an abort (or a takeover claim) and a writing worker each
+    hold one lock and wait for the other: PostgreSQL then kills one of them as a deadlock.
+    """
+    PreemptionRun.objects.filter(pk=run.pk).update(
+        lease_expires_at=now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
+    )
     current = (
         QueueLock.objects.select_for_update()
         .filter(partition=run.partition, queue_path=run.queue_path)
@@ -654,9 +662,6 @@ def _check_token(run: PreemptionRun, token: int, now: datetime) -> None:
     )
     if current != token:
         raise StaleRun(run.pk)
-    PreemptionRun.objects.filter(pk=run.pk).update(
-        lease_expires_at=now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
-    )
 
 
 def _plan_run(run: PreemptionRun, token: int) -> None:
