@@ -1,5 +1,6 @@
-# Scheduler Admin: one image for web (gunicorn), the Celery worker and beat, and migrate
-# (docker-compose.yml picks the command). Settings come from the environment at run time.
+# Scheduler Admin: one image for web (gunicorn), the two Celery workers (enforcement; webhook
+# deliveries), beat and migrate (docker-compose.yml picks the command). Settings come from the
+# environment at run time.
 FROM python:3.11-slim
 
 ENV PYTHONUNBUFFERED=1 \
@@ -17,6 +18,8 @@ WORKDIR /app
 
 # Dependencies first, so a code change does not reinstall them. Every requirement is pinned and
 # ships a wheel (psycopg[binary] bundles libpq), so no compiler or -dev package is needed.
+# requirements.txt alone must run everything: tests/integration/test_clean_install.py installs
+# just it in a fresh venv and starts web, both workers and beat.
 COPY requirements.txt ./
 RUN pip install --no-cache-dir -r requirements.txt
 

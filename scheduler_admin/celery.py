@@ -4,6 +4,11 @@ Delivery is at-least-once by design: ``acks_late`` with ``reject_on_worker_lost`
 whose worker dies is delivered again, so every task must be idempotent (they take ids only and the
 services they call check state before writing). The hard time limit stays below the broker's
 visibility timeout so a slow task is killed before the broker hands it to a second worker.
+
+Eviction webhook deliveries wait on a receiver outside our control, so they have a queue of their
+own (``WEBHOOK_QUEUE``) served by a worker of their own (compose service ``webhook-worker``,
+``scripts/run.sh``): however slow the receiver, the sweeps and runs on the default queue keep
+their worker. The delivery task also has time limits of its own, derived from its budget.
 """
 
 from __future__ import annotations
@@ -16,6 +21,14 @@ from django.conf import settings
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_admin.settings")
 
 app = Celery("scheduler_admin")
+
+#: The queue of sweeps, runs, the reaper and heartbeats (Celery's default name).
+DEFAULT_QUEUE = "celery"
+#: The queue of eviction webhook deliveries, consumed only by the webhook worker.
+WEBHOOK_QUEUE = "webhooks"
+WEBHOOK_TASK = "scheduler_admin.enforcement.tasks.deliver_eviction_webhooks"
+#: Every task not listed goes to ``DEFAULT_QUEUE``.
+TASK_ROUTES: dict[str, dict[str, str]] = {WEBHOOK_TASK: {"queue": WEBHOOK_QUEUE}}
 
 #: Static beat schedule. Each entry expires before its next tick so a backlog never piles up.
 BEAT_SCHEDULE: dict[str, dict[str, object]] = {
@@ -35,9 +48,9 @@ BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "options": {"expires": 25.0},
     },
     "deliver-eviction-webhooks": {
-        "task": "scheduler_admin.enforcement.tasks.deliver_eviction_webhooks",
+        "task": WEBHOOK_TASK,
         "schedule": 5.0,
-        "options": {"expires": 4.0},
+        "options": {"expires": 4.0, "queue": WEBHOOK_QUEUE},
     },
     "record-worker-heartbeat": {
         "task": "scheduler_admin.system.tasks.record_heartbeat",
@@ -71,6 +84,15 @@ def configure(celery_app: Celery) -> None:
         worker_prefetch_multiplier=1,
         task_time_limit=settings.CELERY_TASK_TIME_LIMIT,
         task_soft_time_limit=max(settings.CELERY_TASK_TIME_LIMIT - 30, 5),
+        task_default_queue=DEFAULT_QUEUE,
+        task_routes=TASK_ROUTES,
+        # Backstops of the delivery task's own budget (settings.py says how they are derived).
+        task_annotations={
+            WEBHOOK_TASK: {
+                "soft_time_limit": settings.EVICTION_WEBHOOK_SOFT_TIME_LIMIT,
+                "time_limit": settings.EVICTION_WEBHOOK_TIME_LIMIT,
+            }
+        },
         worker_hijack_root_logger=False,
         beat_schedule=BEAT_SCHEDULE,
         beat_schedule_filename=settings.CELERY_BEAT_SCHEDULE_FILE,

@@ -230,11 +230,31 @@ RUN_MAX_ATTEMPTS = env.int("RUN_MAX_ATTEMPTS", 3, minimum=1)
 # Pause between two evictions of one run, to spread the load on the cluster (0 = none).
 EVICTION_PACING_SECONDS = env.int("EVICTION_PACING_SECONDS", 0, minimum=0)
 # Optional webhook that receives every eviction order (signed with the secret, HMAC-SHA256).
+# Deliveries run on a Celery queue of their own (``webhooks``, scheduler_admin/celery.py) and are
+# bounded three ways, so a slow receiver costs the webhook worker time and nothing else:
 EVICTION_WEBHOOK_URL = env.str("EVICTION_WEBHOOK_URL", "")
+if EVICTION_WEBHOOK_URL and not EVICTION_WEBHOOK_URL.lower().startswith(("http://", "https://")):
+    # urllib would also open file:, ftp: and data: URLs.
+    raise ImproperlyConfigured("EVICTION_WEBHOOK_URL must be an http:// or https:// URL")
 EVICTION_WEBHOOK_SECRET = env.str("EVICTION_WEBHOOK_SECRET", "")
 if EVICTION_WEBHOOK_URL and not EVICTION_WEBHOOK_SECRET:
     raise ImproperlyConfigured("EVICTION_WEBHOOK_SECRET must be set with EVICTION_WEBHOOK_URL")
+# - a deadline for the whole request (connect, send, answer), not per socket operation;
 EVICTION_WEBHOOK_TIMEOUT = env.int("EVICTION_WEBHOOK_TIMEOUT", 5, minimum=1)
+# - at most this many requests in flight per delivery task (a thread pool doing only the HTTP);
+EVICTION_WEBHOOK_CONCURRENCY = env.int("EVICTION_WEBHOOK_CONCURRENCY", 4, minimum=1)
+if EVICTION_WEBHOOK_CONCURRENCY > 64:
+    raise ImproperlyConfigured(
+        f"EVICTION_WEBHOOK_CONCURRENCY={EVICTION_WEBHOOK_CONCURRENCY} must be at most 64"
+    )
+# - a delivery task starts no new request once it has run this long; the rest waits for the
+#   next task (beat sends one every 5 s).
+EVICTION_WEBHOOK_TASK_BUDGET = env.int("EVICTION_WEBHOOK_TASK_BUDGET", 20, minimum=1)
+# Celery's soft and hard time limits of the delivery task, a backstop should the budget and the
+# deadlines ever fail: the last request started ends by budget + timeout; the margins cover the
+# database writes of the last answers. (Checked against CELERY_TASK_TIME_LIMIT below.)
+EVICTION_WEBHOOK_SOFT_TIME_LIMIT = EVICTION_WEBHOOK_TASK_BUDGET + EVICTION_WEBHOOK_TIMEOUT + 10
+EVICTION_WEBHOOK_TIME_LIMIT = EVICTION_WEBHOOK_SOFT_TIME_LIMIT + 10
 
 # --- Celery -------------------------------------------------------------------------------------
 # With REDIS_URL set, Redis is the broker. Without it (the embedded default) Celery's SQLAlchemy
@@ -250,6 +270,12 @@ if CELERY_TASK_TIME_LIMIT >= CELERY_BROKER_VISIBILITY_TIMEOUT:
     # A task still running when the visibility timeout passes would be delivered a second time.
     raise ImproperlyConfigured(
         "CELERY_TASK_TIME_LIMIT must be below CELERY_BROKER_VISIBILITY_TIMEOUT"
+    )
+if EVICTION_WEBHOOK_TIME_LIMIT > CELERY_TASK_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        f"EVICTION_WEBHOOK_TASK_BUDGET + EVICTION_WEBHOOK_TIMEOUT + 20 s "
+        f"({EVICTION_WEBHOOK_TIME_LIMIT}) must not exceed CELERY_TASK_TIME_LIMIT "
+        f"({CELERY_TASK_TIME_LIMIT})"
     )
 CELERY_BEAT_SCHEDULE_FILE = env.str(
     "CELERY_BEAT_SCHEDULE_FILE", str(VAR_DIR / "celerybeat-schedule")

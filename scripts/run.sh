@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole product on the embedded default: SQLite database, SQLite-backed Celery broker,
-# web (gunicorn) + Celery worker + Celery beat, an admin account, the demo partition and a
-# simulated cluster that keeps changing (simulate_cluster --churn).
-# Ctrl-C stops all three and leaves no process behind. Called by `make run`.
+# web (gunicorn) + two Celery workers (enforcement; webhook deliveries) + Celery beat, an admin
+# account, the demo partition and a simulated cluster that keeps changing (simulate_cluster --churn).
+# Ctrl-C stops them all and leaves no process behind. Called by `make run`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,7 +45,7 @@ stop() {
   # tee): a write to it must not kill the script before the children are stopped.
   trap '' PIPE HUP
   say
-  say "Stopping web, worker, beat and the simulator..."
+  say "Stopping web, workers, beat and the simulator..."
   for pid in "${pids[@]}"; do kill -TERM -- "-$pid" 2>/dev/null || true; done
   for _ in $(seq 1 100); do
     alive=0
@@ -61,8 +61,12 @@ trap stop INT TERM HUP EXIT
 
 start web .venv/bin/gunicorn scheduler_admin.wsgi:application \
   --bind "127.0.0.1:$PORT" --workers 2 --access-logfile - --graceful-timeout 5 --no-control-socket
+# Two workers, as in docker-compose.yml: sweeps and runs on the default queue, eviction webhook
+# deliveries on a queue of their own, so a slow webhook receiver never holds up enforcement.
 start worker .venv/bin/celery -A scheduler_admin worker --loglevel INFO --concurrency 1 \
-  --hostname "worker@%h"
+  --queues celery --hostname "worker@%h"
+start webhooks .venv/bin/celery -A scheduler_admin worker --loglevel INFO --concurrency 1 \
+  --queues webhooks --hostname "webhooks@%h"
 start beat .venv/bin/celery -A scheduler_admin beat --loglevel INFO \
   --schedule var/celerybeat-schedule
 start sim "$PY" manage.py simulate_cluster --partition default --churn --interval 3

@@ -6,16 +6,31 @@ order as a POST signed with HMAC-SHA256 over the raw body (``X-Scheduler-Signatu
 sha256=<hex>``), with the order id as ``Idempotency-Key``. A 2xx answer acknowledges the order;
 anything else is retried with exponential backoff. Acknowledging releases the allocation: it
 stops counting towards usage.
+
+Deliveries are bounded, because the receiver is outside our control: each request has a deadline
+for the whole exchange (``EVICTION_WEBHOOK_TIMEOUT``), a delivery task stops starting requests
+when its budget is spent (``EVICTION_WEBHOOK_TASK_BUDGET``) and has at most
+``EVICTION_WEBHOOK_CONCURRENCY`` in flight; the task runs on a Celery queue and worker of its own,
+so however slow the receiver, sweeps and runs never wait for it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
+import http.client
 import json
 import logging
+import socket
+import threading
+import time
 import urllib.error
 import urllib.request
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -101,62 +116,243 @@ def sign(body: bytes, secret: str) -> str:
 
 
 def deliver_eviction_webhooks(now: datetime | None = None, *, batch: int = 100) -> int:
-    """POST due pending orders to the webhook; returns how many were acknowledged.
+    """POST due pending orders to the webhook, a few at a time; returns how many were acknowledged.
 
-    Each order is first claimed by pushing its ``next_attempt_at`` past the request timeout
-    (a conditional update), so two workers never send the same order at the same moment; the
-    receiver still dedups by ``Idempotency-Key`` because a worker may die after sending.
+    A slow receiver must cost this task bounded time and nothing else (the task has a Celery
+    queue and worker of its own, see ``scheduler_admin/celery.py``). Steps:
+
+    1. Read up to ``batch`` due orders (pending, next attempt passed), oldest attempt first.
+    2. While the task's time budget (``EVICTION_WEBHOOK_TASK_BUDGET``) lasts and fewer than
+       ``EVICTION_WEBHOOK_CONCURRENCY`` requests are in flight, claim the next order and hand its
+       request to the thread pool. The claim pushes the order's ``next_attempt_at`` past the
+       request's deadline with a conditional update on the value read in step 1, so two tasks
+       never send the same order at the same moment; the receiver still dedups by
+       ``Idempotency-Key`` because a worker may die after sending.
+    3. Record each answer as it comes, in this thread (the pool threads only do HTTP and never
+       touch the database): a 2xx acknowledges the order, anything else schedules a retry with
+       backoff. A request without a complete answer at its deadline (``EVICTION_WEBHOOK_TIMEOUT``
+       after it started) is cut off (``_RequestGuard``) and counts as failed.
+
+    Orders not started before the budget ran out are left untouched: still due, the next task
+    (beat sends one every 5 s) takes them first. Should the task be stopped half-way (Celery's
+    soft time limit), the requests in flight are cut off and their orders, still claimed, are
+    due again once the claim has passed.
     """
     url = settings.EVICTION_WEBHOOK_URL
     if not url:
         return 0
-    now = now or timezone.now()
     timeout = settings.EVICTION_WEBHOOK_TIMEOUT
-    due = list(
+    concurrency = settings.EVICTION_WEBHOOK_CONCURRENCY
+    started = time.monotonic()
+    budget_ends = started + settings.EVICTION_WEBHOOK_TASK_BUDGET
+    base = now or timezone.now()
+
+    def current() -> datetime:
+        # ``now`` moved on by the time this task has spent: each claim must outlast its own
+        # request, not one that started at the beginning of the task.
+        return base + timedelta(seconds=time.monotonic() - started)
+
+    due = deque(
         EvictionOrder.objects.filter(status=EvictionStatus.PENDING)
-        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=now))
+        .filter(Q(next_attempt_at__isnull=True) | Q(next_attempt_at__lte=base))
         .order_by("next_attempt_at", "pk")
         .values_list("pk", "next_attempt_at")[:batch]
     )
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="eviction-webhook")
+    in_flight: dict[Future[str | None], _Delivery] = {}  # answers this task still waits for
+    threads: list[Future[str | None]] = []  # every request started, to count busy threads
     delivered = 0
-    for order_id, seen_next in due:
-        claimed = EvictionOrder.objects.filter(
-            pk=order_id, status=EvictionStatus.PENDING, next_attempt_at=seen_next
-        ).update(next_attempt_at=now + timedelta(seconds=timeout * 2))
-        if not claimed:
-            continue
-        order = EvictionOrder.objects.select_related("partition").get(pk=order_id)
-        error = _post(url, order, timeout)
-        if error is None:
-            acknowledge_eviction(order.pk, actor=None, via="webhook")
-            delivered += 1
-        else:
-            _schedule_retry(order, error)
+    try:
+        while True:
+            threads = [future for future in threads if not future.done()]
+            while due and len(threads) < concurrency and time.monotonic() < budget_ends:
+                delivery = _claim(*due.popleft(), claim_until=current() + _claim_for(timeout))
+                if delivery is None:
+                    continue  # another task took it
+                future = pool.submit(_post, url, delivery, timeout)
+                in_flight[future] = delivery
+                threads.append(future)
+            if not in_flight:
+                # Nothing left, the budget is spent, or (rare) every thread is still stuck in a
+                # request that could not be cut off (a DNS lookup): the next task goes on.
+                break
+            next_deadline = min(delivery.deadline for delivery in in_flight.values())
+            done, _ = wait(
+                list(in_flight),
+                timeout=max(next_deadline - time.monotonic(), 0.0),
+                return_when=FIRST_COMPLETED,
+            )
+            for future in done:
+                delivered += _record(in_flight.pop(future), future.result())
+            for future, delivery in list(in_flight.items()):
+                if not future.done() and time.monotonic() >= delivery.deadline:
+                    delivery.guard.cut()
+                    del in_flight[future]
+                    _record(delivery, f"timed out: no complete answer within {timeout} s")
+    finally:
+        for delivery in in_flight.values():
+            delivery.guard.cut()
+        pool.shutdown(wait=False, cancel_futures=True)
     return delivered
 
 
-def _post(url: str, order: EvictionOrder, timeout: int) -> str | None:
-    """Send one order; None on a 2xx answer, else what went wrong."""
+def _claim_for(timeout: int) -> timedelta:
+    """How long a claimed order stays out of other tasks' reach: its request's deadline, and as
+    much again for this task to record the answer."""
+    return timedelta(seconds=timeout * 2)
+
+
+class _RequestGuard:
+    """Cuts one webhook request off at its deadline, from outside the thread that sends it.
+
+    urllib's (http.client's) ``timeout`` bounds each socket operation, not the request: a
+    receiver that sends a byte every few seconds keeps a request, and the task waiting for it,
+    alive for ever. So the sending thread registers every socket it opens here (through the
+    connection's ``_create_connection`` hook, the one place http.client opens its socket) and at
+    the deadline the delivering task calls ``cut``, which shuts those sockets down: whatever the
+    sending thread is blocked in (sending, the TLS handshake, waiting for or reading the answer)
+    fails at once. What is registered is a duplicate of the socket's descriptor: ``shutdown``
+    acts on the connection whichever descriptor it is called on, and the duplicate stays valid
+    when TLS wraps (and detaches) the original. A socket opened after the cut is closed at once.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sockets: list[socket.socket] = []
+        self.cut_off = False
+
+    def connect(
+        self,
+        address: tuple[str, int],
+        timeout: float | None = None,
+        source_address: tuple[str, int] | None = None,
+    ) -> socket.socket:
+        sock = socket.create_connection(address, timeout, source_address)
+        with self._lock:
+            if self.cut_off:
+                sock.close()
+                raise TimeoutError("the request's deadline passed while it was connecting")
+            self._sockets.append(sock.dup())
+        return sock
+
+    def cut(self) -> None:
+        """Called by the delivering task at the deadline."""
+        with self._lock:
+            self.cut_off = True
+            for sock in self._sockets:
+                with contextlib.suppress(OSError):  # already closed by the other side
+                    sock.shutdown(socket.SHUT_RDWR)
+
+    def close(self) -> None:
+        """Called by the sending thread when the request is over."""
+        with self._lock:
+            for sock in self._sockets:
+                sock.close()
+            self._sockets.clear()
+
+
+@dataclass
+class _Delivery:
+    """One order's request: what to send, and when it must have been answered (monotonic)."""
+
+    order: EvictionOrder
+    body: bytes
+    headers: dict[str, str]
+    deadline: float
+    guard: _RequestGuard = field(default_factory=_RequestGuard)
+
+
+def _claim(order_id: int, seen_next: datetime | None, *, claim_until: datetime) -> _Delivery | None:
+    """Claim the order (conditional update on the ``next_attempt_at`` read before) and prepare its
+    request; None when another task claimed or settled it in between."""
+    claimed = EvictionOrder.objects.filter(
+        pk=order_id, status=EvictionStatus.PENDING, next_attempt_at=seen_next
+    ).update(next_attempt_at=claim_until)
+    if not claimed:
+        return None
+    order = EvictionOrder.objects.select_related("partition").get(pk=order_id)
     body = json.dumps(order_payload(order), sort_keys=True).encode()
-    request = urllib.request.Request(  # noqa: S310 - the URL is the admin's own setting
-        url,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            SIGNATURE_HEADER: sign(body, settings.EVICTION_WEBHOOK_SECRET),
-            IDEMPOTENCY_HEADER: str(order.pk),
-        },
+    headers = {
+        "Content-Type": "application/json",
+        SIGNATURE_HEADER: sign(body, settings.EVICTION_WEBHOOK_SECRET),
+        IDEMPOTENCY_HEADER: str(order.pk),
+    }
+    deadline = time.monotonic() + settings.EVICTION_WEBHOOK_TIMEOUT
+    return _Delivery(order=order, body=body, headers=headers, deadline=deadline)
+
+
+def _record(delivery: _Delivery, error: str | None) -> int:
+    """Write the outcome of one request; 1 if the order was acknowledged."""
+    if error is None:
+        acknowledge_eviction(delivery.order.pk, actor=None, via="webhook")
+        return 1
+    _schedule_retry(delivery.order, error)
+    return 0
+
+
+def _post(url: str, delivery: _Delivery, timeout: int) -> str | None:
+    """Send one order (in a pool thread, no database access); None on a 2xx answer, else what
+    went wrong. ``timeout`` bounds each socket operation; the delivering task enforces the
+    deadline of the whole request through ``delivery.guard``."""
+    guard = delivery.guard
+    request = urllib.request.Request(  # noqa: S310 - an http(s) URL, checked by settings.py
+        url, data=delivery.body, method="POST", headers=delivery.headers
     )
+    opener = urllib.request.build_opener(_GuardedHTTPHandler(guard), _GuardedHTTPSHandler(guard))
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310
+        with opener.open(request, timeout=timeout) as response:
             if 200 <= response.status < 300:
                 return None
             return f"HTTP {response.status}"
     except urllib.error.HTTPError as exc:
+        exc.close()
         return f"HTTP {exc.code}"
-    except (urllib.error.URLError, OSError) as exc:
+    except Exception as exc:  # the thread must always hand back an answer, whatever broke
+        # Cut off at the deadline, or one socket operation ran into ``timeout``: the same
+        # failure, told the same way (urllib wraps socket errors in ``URLError.reason``).
+        if guard.cut_off or isinstance(getattr(exc, "reason", exc), TimeoutError):
+            return f"timed out: no complete answer within {timeout} s"
         return f"{type(exc).__name__}: {exc}"
+    finally:
+        guard.close()
+
+
+def _guarded_connection(
+    http_class: type[http.client.HTTPConnection], guard: _RequestGuard
+) -> Callable[..., http.client.HTTPConnection]:
+    def connection(host: str, **kwargs: Any) -> http.client.HTTPConnection:
+        conn = http_class(host, **kwargs)
+        conn._create_connection = guard.connect  # type: ignore[attr-defined]
+        return conn
+
+    return connection
+
+
+class _GuardedHTTPHandler(urllib.request.HTTPHandler):
+    """urllib's http handler, opening its connections through a ``_RequestGuard`` (proxies from
+    the environment and redirects keep working as with plain ``urlopen``)."""
+
+    def __init__(self, guard: _RequestGuard) -> None:
+        super().__init__()
+        self._guard = guard
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_guarded_connection(http.client.HTTPConnection, self._guard), req)
+
+
+class _GuardedHTTPSHandler(urllib.request.HTTPSHandler):
+    """The https counterpart of ``_GuardedHTTPHandler``."""
+
+    def __init__(self, guard: _RequestGuard) -> None:
+        super().__init__()
+        self._guard = guard
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(
+            _guarded_connection(http.client.HTTPSConnection, self._guard),
+            req,
+            context=self._context,  # type: ignore[attr-defined]
+        )
 
 
 def _schedule_retry(order: EvictionOrder, error: str) -> None:

@@ -2,9 +2,10 @@
 
 No machine that runs this suite has Docker, so the stack is checked in two halves: the compose
 file, Dockerfile and ``.env.example`` are parsed and held to the contract (services, health checks,
-one shared image, every variable documented), and the very ``command`` strings of web, worker and
-beat are then run natively against loopback PostgreSQL and Redis, proving beat -> Redis -> worker
--> PostgreSQL works and that every process stops cleanly on SIGTERM, as ``docker stop`` asks.
+one shared image, every variable documented), and the very ``command`` strings of web, both
+workers and beat are then run natively against loopback PostgreSQL and Redis, proving beat ->
+Redis -> worker -> PostgreSQL works, that webhook deliveries reach only the webhook worker, and
+that every process stops cleanly on SIGTERM, as ``docker stop`` asks.
 """
 
 from __future__ import annotations
@@ -18,17 +19,29 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from django.conf import settings
 from django.core.management.utils import get_random_secret_key
 
+from scheduler_admin.celery import DEFAULT_QUEUE, WEBHOOK_QUEUE
 from scheduler_admin.system.models import WorkerHeartbeat
+from tests.support.compose import (
+    COMPOSE_FILE,
+    CONTAINER_BIND,
+    CONTAINER_HEALTH_URL,
+    CONTAINER_SCHEDULE,
+    load_compose,
+    native_command,
+    native_healthcheck,
+    node_name,
+    service,
+    worker_services,
+)
 from tests.support.processes import (
     PROJECT_DIR,
     ManagedProcess,
@@ -37,32 +50,35 @@ from tests.support.processes import (
     free_port,
     isolated_redis_url,
     test_database_env,
-    venv_executable,
     wait_until,
 )
 
-COMPOSE_FILE = PROJECT_DIR / "docker-compose.yml"
 DOCKERFILE = PROJECT_DIR / "Dockerfile"
 ENV_EXAMPLE = PROJECT_DIR / ".env.example"
 SETTINGS_FILE = PROJECT_DIR / "scheduler_admin" / "settings.py"
 
-APP_SERVICES = ("migrate", "web", "worker", "beat")
-HEALTHCHECKED_SERVICES = ("postgres", "redis", "web", "worker", "beat")
+APP_SERVICES = ("migrate", "web", "worker", "webhook-worker", "beat")
+LONG_RUNNING_APP_SERVICES = ("web", "worker", "webhook-worker", "beat")
+HEALTHCHECKED_SERVICES = ("postgres", "redis", *LONG_RUNNING_APP_SERVICES)
 EXPECTED_COMMANDS = {
     "migrate": "python manage.py migrate --noinput",
     "web": (
         "gunicorn scheduler_admin.wsgi:application --bind 0.0.0.0:8000 --workers 3"
         " --access-logfile -"
     ),
-    "worker": "celery -A scheduler_admin worker --loglevel INFO --concurrency 2",
+    "worker": "celery -A scheduler_admin worker --loglevel INFO --concurrency 2 --queues celery",
+    "webhook-worker": (
+        "celery -A scheduler_admin worker --loglevel INFO --concurrency 1 --queues webhooks"
+        " --hostname webhooks@%h"
+    ),
     "beat": (
         "celery -A scheduler_admin beat --loglevel INFO --schedule /app/var/celerybeat-schedule"
     ),
 }
-#: Where the container paths and ports of the compose file are in the native run.
-CONTAINER_SCHEDULE = "/app/var/celerybeat-schedule"
-CONTAINER_BIND = "0.0.0.0:8000"
-CONTAINER_HEALTH_URL = "http://127.0.0.1:8000/"
+#: A delivery task in a worker's log (``Task <name>[<id>] received``/``succeeded in ...``).
+WEBHOOK_TASK_LOG = re.compile(
+    r"scheduler_admin\.enforcement\.tasks\.deliver_eviction_webhooks\[[0-9a-f-]+\] (\w+)"
+)
 
 # `env.str("NAME"`, `env.bool(\n "NAME"` ...: every variable settings.py reads through Env.
 SETTINGS_READ = re.compile(r"\benv\.\w+\(\s*\"([A-Z][A-Z0-9_]*)\"")
@@ -78,12 +94,7 @@ ENV_EXAMPLE_ENTRY = re.compile(r"^([A-Z][A-Z0-9_]*)=", re.MULTILINE)
 
 @pytest.fixture(scope="module")
 def compose() -> dict[str, Any]:
-    with COMPOSE_FILE.open() as handle:
-        return yaml.safe_load(handle)
-
-
-def service(compose: Mapping[str, Any], name: str) -> dict[str, Any]:
-    return compose["services"][name]
+    return load_compose()
 
 
 def settings_variables() -> set[str]:
@@ -119,7 +130,7 @@ def dockerfile_cmd() -> list[str]:
 
 
 def test_compose_defines_the_stack(compose: dict[str, Any]) -> None:
-    assert set(compose["services"]) >= {"postgres", "redis", "migrate", "web", "worker", "beat"}
+    assert set(compose["services"]) >= {"postgres", "redis", *APP_SERVICES}
     assert service(compose, "postgres")["image"] == "postgres:15"
     assert service(compose, "redis")["image"] == "redis:7"
 
@@ -141,6 +152,7 @@ def test_healthchecks_probe_what_they_should(compose: dict[str, Any]) -> None:
     assert "redis-cli ping" in probe("redis")
     assert "http://127.0.0.1:8000/healthz" in probe("web") and "urllib" in probe("web")
     assert "inspect ping -d celery@$$HOSTNAME" in probe("worker")
+    assert "inspect ping -d webhooks@$$HOSTNAME" in probe("webhook-worker")
     assert CONTAINER_SCHEDULE in probe("beat") and "getmtime" in probe("beat")
 
 
@@ -164,6 +176,27 @@ def test_service_commands(compose: dict[str, Any], name: str, command: str) -> N
     assert service(compose, name)["command"] == command
 
 
+def queues_consumed(command: str) -> set[str]:
+    args = shlex.split(command)
+    assert "--queues" in args, f"a worker must name its queues: {command}"
+    return set(args[args.index("--queues") + 1].split(","))
+
+
+def test_webhook_deliveries_have_a_worker_of_their_own(compose: dict[str, Any]) -> None:
+    """The worker of sweeps and runs never takes a webhook delivery and the webhook worker takes
+    nothing else, so a slow receiver can hold up only deliveries; the two node names differ, so
+    their health checks ping each its own worker even on one host."""
+    assert worker_services(compose) == ["worker", "webhook-worker"]
+    worker = service(compose, "worker")["command"]
+    webhooks = service(compose, "webhook-worker")["command"]
+    assert queues_consumed(worker) == {DEFAULT_QUEUE}
+    assert queues_consumed(webhooks) == {WEBHOOK_QUEUE}
+    assert node_name(worker, "host") != node_name(webhooks, "host")
+    assert f"-d {node_name(webhooks, '$$HOSTNAME')} " in " ".join(
+        service(compose, "webhook-worker")["healthcheck"]["test"]
+    )
+
+
 def test_start_order_and_restart_policies(compose: dict[str, Any]) -> None:
     def depends(name: str) -> dict[str, str]:
         return {
@@ -171,7 +204,7 @@ def test_start_order_and_restart_policies(compose: dict[str, Any]) -> None:
         }
 
     assert depends("migrate") == {"postgres": "service_healthy"}
-    for name in ("web", "worker", "beat"):
+    for name in LONG_RUNNING_APP_SERVICES:
         assert depends(name)["migrate"] == "service_completed_successfully"
         assert depends(name)["redis"] == "service_healthy"
         assert service(compose, name)["restart"] == "unless-stopped"
@@ -248,27 +281,6 @@ def test_dockerfile_builds_a_non_root_production_image() -> None:
 # --- The same commands, natively -----------------------------------------------------------------
 
 
-def native_command(command: str, replacements: Mapping[str, str]) -> list[str]:
-    """A compose ``command`` as argv for this machine: the venv's executables, and container
-    paths and addresses swapped for local ones (whole arguments only)."""
-    args = [replacements.get(arg, arg) for arg in shlex.split(command)]
-    args[0] = sys.executable if args[0] == "python" else venv_executable(args[0])
-    return args
-
-
-def native_healthcheck(
-    compose: Mapping[str, Any], name: str, replacements: Mapping[str, str]
-) -> list[str]:
-    """A service's healthcheck test as argv, with substrings replaced (``$$`` is compose's
-    escape for ``$``, so ``$$HOSTNAME`` is a key of its own)."""
-    kind, *rest = service(compose, name)["healthcheck"]["test"]
-    args = shlex.split(rest[0]) if kind == "CMD-SHELL" else list(rest)
-    for old, new in replacements.items():
-        args = [arg.replace(old, new) for arg in args]
-    args[0] = sys.executable if args[0] == "python" else venv_executable(args[0])
-    return args
-
-
 def http_get(port: int, path: str) -> tuple[int, dict[str, str], bytes]:
     """One GET on loopback without following redirects."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
@@ -302,7 +314,7 @@ def isolated_redis() -> Iterator[str]:
 def test_compose_commands_run_natively(
     compose: dict[str, Any], transactional_db: None, isolated_redis: str, tmp_path: Path
 ) -> None:
-    """web, worker and beat from the compose file, against the committed test database."""
+    """web, both workers and beat from the compose file, against the committed test database."""
     port = free_port()
     schedule = tmp_path / "celerybeat-schedule"
     env = test_database_env(redis_url=isolated_redis, beat_schedule_file=schedule)
@@ -312,6 +324,7 @@ def test_compose_commands_run_natively(
     commands = {
         "web": web,
         "worker": native_command(service(compose, "worker")["command"], {}),
+        "webhook-worker": native_command(service(compose, "webhook-worker")["command"], {}),
         "beat": native_command(
             service(compose, "beat")["command"], {CONTAINER_SCHEDULE: str(schedule)}
         ),
@@ -347,12 +360,24 @@ def test_compose_commands_run_natively(
             watch=processes,
         )
 
+        # beat -> Redis -> webhook worker: deliveries go to the webhook worker, never the other.
+        by_name = {process.name: process for process in processes}
+        wait_until(
+            lambda: "succeeded" in WEBHOOK_TASK_LOG.findall(by_name["webhook-worker"].log_text()),
+            20,
+            message="the webhook worker never ran a delivery task",
+            watch=processes,
+        )
+        assert WEBHOOK_TASK_LOG.findall(by_name["worker"].log_text()) == []
+
         # The compose health checks themselves pass against the running processes.
+        host = {"$$HOSTNAME": socket.gethostname()}
         probes = {
             "web": native_healthcheck(
                 compose, "web", {CONTAINER_HEALTH_URL: f"http://127.0.0.1:{port}/"}
             ),
-            "worker": native_healthcheck(compose, "worker", {"$$HOSTNAME": socket.gethostname()}),
+            "worker": native_healthcheck(compose, "worker", host),
+            "webhook-worker": native_healthcheck(compose, "webhook-worker", host),
             "beat": native_healthcheck(compose, "beat", {CONTAINER_SCHEDULE: str(schedule)}),
         }
         for name, probe in probes.items():
