@@ -23,6 +23,11 @@ QUEUE_NAME_MAX_LENGTH = 64
 QUEUE_PATH_MAX_LENGTH = 1024
 #: The id of the object an audit event is about (a run or revision number, an allocation id).
 AUDIT_OBJECT_ID_MAX_LENGTH = CLUSTER_ID_MAX_LENGTH
+#: A resource name (``memory``, ``vcore``, ``nvidia.com/gpu``): a Kubernetes qualified name, an
+#: optional DNS-subdomain prefix (253), ``/`` and a name (63). Stored inside JSON resource sets.
+RESOURCE_NAME_MAX_LENGTH = 253 + 1 + 63
+#: Who acknowledged an eviction and how: a user name and the channel, ``"ann (api)"``.
+ACKNOWLEDGED_BY_MAX_LENGTH = USERNAME_MAX_LENGTH + 32
 #: A change comment.
 COMMENT_MAX_LENGTH = 2000
 #: A queue property key or value.

@@ -5,6 +5,13 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from scheduler_admin.limits import (
+    AUDIT_OBJECT_ID_MAX_LENGTH,
+    PARTITION_NAME_MAX_LENGTH,
+    QUEUE_PATH_MAX_LENGTH,
+    USERNAME_MAX_LENGTH,
+)
+
 
 class AuditKind(models.TextChoices):
     """What happened. New kinds are added here so the audit filter lists them."""
@@ -36,8 +43,10 @@ class AuditEvent(models.Model):
 
     The actor and the objects are stored as text (``actor_name``, ``partition_name``,
     ``queue_path``) next to the optional user link, so the record still reads correctly after the
-    user or queue is deleted (STYLE habit 7). ``data`` holds the event's details (revision number,
-    changed fields, ...) for the JSON export. Indexes follow the audit page's filters: newest
+    user or queue is deleted (STYLE habit 7). Each column is as long as the value it records can
+    be (``scheduler_admin.limits``): an event about a 253-character allocation id must not fail.
+    ``data`` holds the event's details (revision number, changed fields, ...) for the JSON
+    export. Indexes follow the audit page's filters: newest
     first, by kind, by queue and by actor.
     """
 
@@ -46,11 +55,11 @@ class AuditEvent(models.Model):
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
-    actor_name = models.CharField(max_length=150)
-    partition_name = models.CharField(max_length=64, blank=True)
-    queue_path = models.CharField(max_length=1024, blank=True)
+    actor_name = models.CharField(max_length=USERNAME_MAX_LENGTH)
+    partition_name = models.CharField(max_length=PARTITION_NAME_MAX_LENGTH, blank=True)
+    queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH, blank=True)
     object_type = models.CharField(max_length=40, blank=True)
-    object_id = models.CharField(max_length=64, blank=True)
+    object_id = models.CharField(max_length=AUDIT_OBJECT_ID_MAX_LENGTH, blank=True)
     summary = models.TextField()
     data = models.JSONField(default=dict, blank=True)
 

@@ -2,13 +2,19 @@
 
 Rows are written only by ``scheduler_admin.cluster.services`` (bulk, idempotent ingestion) and by
 the enforcement services (a victim's state). Ids are the cluster's own (``external_id``), unique
-per partition, so the same body can be sent twice without creating anything new.
+per partition, so the same body can be sent twice without creating anything new. Text columns
+are as long as ``scheduler_admin.limits`` says, the same limits the ingest checker applies.
 """
 
 from __future__ import annotations
 
 from django.db import models
 
+from scheduler_admin.limits import (
+    CLUSTER_ID_MAX_LENGTH,
+    CLUSTER_USER_MAX_LENGTH,
+    QUEUE_PATH_MAX_LENGTH,
+)
 from scheduler_admin.queues.models import Partition
 
 
@@ -16,7 +22,7 @@ class Node(models.Model):
     """A node and its capacity; free room is capacity minus the running allocations on it."""
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="nodes")
-    name = models.CharField(max_length=253)
+    name = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     capacity = models.JSONField(default=dict)
     schedulable = models.BooleanField(default=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -35,9 +41,9 @@ class Application(models.Model):
     """An application (job owner) and the leaf queue it runs in."""
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="applications")
-    external_id = models.CharField(max_length=253)
-    queue_path = models.CharField(max_length=1024)
-    user = models.CharField(max_length=150, blank=True)
+    external_id = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
+    queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
+    user = models.CharField(max_length=CLUSTER_USER_MAX_LENGTH, blank=True)
 
     class Meta:
         ordering = ["partition", "external_id"]
@@ -61,20 +67,20 @@ class Allocation(models.Model):
     acknowledged; they count as gone in every plan (SPEC 4.0)."""
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="allocations")
-    external_id = models.CharField(max_length=253)
+    external_id = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     application = models.ForeignKey(
         Application, on_delete=models.CASCADE, related_name="allocations"
     )
-    queue_path = models.CharField(max_length=1024)
-    node_name = models.CharField(max_length=253)
+    queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
+    node_name = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     resources = models.JSONField(default=dict)
     priority = models.IntegerField(default=0)
     allow_preemption = models.BooleanField(default=True)
     originator = models.BooleanField(default=False)
-    required_node = models.CharField(max_length=253, blank=True)
-    job = models.CharField(max_length=253, blank=True)
+    required_node = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
+    job = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
     qos = models.CharField(max_length=20, blank=True)
-    pdb = models.CharField(max_length=253, blank=True)
+    pdb = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
     created_at = models.DateTimeField()
     state = models.CharField(
         max_length=12, choices=AllocationState.choices, default=AllocationState.RUNNING
@@ -108,18 +114,18 @@ class Ask(models.Model):
     (SPEC 4.2: "tried again only after its delay has passed once more")."""
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="asks")
-    external_id = models.CharField(max_length=253)
+    external_id = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     application = models.ForeignKey(Application, on_delete=models.CASCADE, related_name="asks")
-    queue_path = models.CharField(max_length=1024)
+    queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
     resources = models.JSONField(default=dict)
     priority = models.IntegerField(default=0)
     allow_preemption = models.BooleanField(default=True)
     preemption_policy = models.CharField(max_length=30, default="PreemptLowerPriority")
-    required_node = models.CharField(max_length=253, blank=True)
-    job = models.CharField(max_length=253, blank=True)
+    required_node = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
+    job = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
     created_at = models.DateTimeField()
     state = models.CharField(max_length=12, choices=AskState.choices, default=AskState.PENDING)
-    node = models.CharField(max_length=253, blank=True)
+    node = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
     retry_after = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -137,7 +143,7 @@ class DisruptionBudget(models.Model):
     """A Kubernetes-style disruption budget: how many of its pods may still be disrupted."""
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="budgets")
-    name = models.CharField(max_length=253)
+    name = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     allowed_disruptions = models.PositiveIntegerField(default=0)
 
     class Meta:

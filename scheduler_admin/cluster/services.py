@@ -7,7 +7,11 @@ The body speaks the scenario files' vocabulary::
 
 Everything is checked first and every problem is reported with its path
 (``allocations[3].resources.memory``); only a clean body is written, in one transaction, with
-upserts keyed by the cluster's ids — so sending the same body twice changes nothing.
+upserts keyed by the cluster's ids — so sending the same body twice changes nothing. Every text
+and integer the checker accepts fits its column (``scheduler_admin.limits``).
+
+Only new and changed rows are written, and a ``state.ingested`` audit event is recorded only
+when something changed, with the counts of what did (``IngestResult.changed``).
 
 Allocation state: a new allocation is ``running`` unless the body says ``preempting``. An
 existing allocation keeps the state the product gave it (a victim stays ``preempting`` until its
@@ -16,13 +20,16 @@ eviction is acknowledged) unless the body names a state explicitly.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import psycopg
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import connection, models, transaction
+from django.db.models.functions import Cast
 from django.utils import timezone
 
 from preemption import resources as quantities
@@ -38,20 +45,28 @@ from scheduler_admin.cluster.models import (
     DisruptionBudget,
     Node,
 )
+from scheduler_admin.limits import (
+    CLUSTER_ID_MAX_LENGTH,
+    CLUSTER_USER_MAX_LENGTH,
+    INT32_MAX,
+    INT32_MIN,
+    POSITIVE_INT_MAX,
+    QUEUE_PATH_MAX_LENGTH,
+    RESOURCE_NAME_MAX_LENGTH,
+)
 from scheduler_admin.queues.models import Partition
 
 TOP_KEYS = {"nodes", "allocations", "asks", "budgets", "remove"}
-NODE_KEYS = {"name", "capacity", "schedulable"}
-ALLOCATION_KEYS = {
-    "id", "queue", "app", "user", "node", "resources", "priority", "allow_preemption",
-    "originator", "required_node", "job", "qos", "pdb", "created_at", "state",
-}  # fmt: skip
-ASK_KEYS = {
-    "id", "queue", "app", "user", "resources", "priority", "allow_preemption",
-    "preemption_policy", "required_node", "job", "created_at", "state", "node",
-}  # fmt: skip
-BUDGET_KEYS = {"name", "allowed_disruptions"}
 REMOVE_KEYS = {"nodes", "allocations", "asks"}
+#: What a push can change, in the order the response and the audit event list them.
+KINDS = ("nodes", "applications", "allocations", "asks", "budgets")
+
+#: Longest ISO 8601 time worth parsing (``2026-01-01T12:00:00.123456+05:30`` is 32).
+_TIME_MAX_LENGTH = 64
+#: Longest key or value quoted in an error message or shown in an error path.
+_QUOTE_MAX_LENGTH = 80
+#: Rows per INSERT statement: under SQLite's 32,766 bound parameters for the widest table.
+_BATCH_ROWS = 2000
 
 
 class IngestErrors(ValueError):
@@ -62,13 +77,27 @@ class IngestErrors(ValueError):
         self.errors = errors
 
 
+def _no_changes() -> dict[str, dict[str, int]]:
+    return {kind: {"created": 0, "updated": 0, "removed": 0} for kind in KINDS}
+
+
 @dataclass
 class IngestResult:
+    """What a push held (``nodes`` .. ``budgets``: items in the body; ``removed``: rows deleted
+    by its ``remove`` lists, the original answer) and what it actually changed (``changed``:
+    per kind, rows created, updated and removed; applications are created and removed with
+    their tasks)."""
+
     nodes: int = 0
     allocations: int = 0
     asks: int = 0
     budgets: int = 0
     removed: dict[str, int] = field(default_factory=dict)
+    changed: dict[str, dict[str, int]] = field(default_factory=_no_changes)
+
+    @property
+    def anything_changed(self) -> bool:
+        return any(any(counts.values()) for counts in self.changed.values())
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -77,29 +106,93 @@ class IngestResult:
             "asks": self.asks,
             "budgets": self.budgets,
             "removed": self.removed,
+            "changed": self.changed,
         }
+
+    def summary(self, partition_name: str) -> str:
+        """One line for the audit log: only the kinds that changed."""
+        parts = []
+        for kind in KINDS:
+            counts = self.changed[kind]
+            done = [f"{number} {verb}" for verb, number in counts.items() if number]
+            if done:
+                parts.append(f"{kind} {', '.join(done)}")
+        return f"Cluster state of {partition_name} changed: {'; '.join(parts)}"
+
+
+def _quote(value: object) -> str:
+    """``repr`` of a value for a message, shortened: never echoes a NUL, a lone surrogate or a
+    megabyte of text into an error body (``repr`` escapes the first two)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        text = f"an integer of {value.bit_length()} bits"  # repr fails past 4,300 digits
+    elif isinstance(value, str | int | float | bool):
+        text = repr(value)
+    else:
+        text = type(value).__name__
+    return text if len(text) <= _QUOTE_MAX_LENGTH else text[: _QUOTE_MAX_LENGTH - 3] + "..."
+
+
+def _text_problem(value: str, limit: int) -> str | None:
+    """Why ``value`` cannot be stored as text of at most ``limit`` characters, or None.
+
+    PostgreSQL text and jsonb refuse NUL, and a lone surrogate (``"\\ud800"``, which JSON can
+    spell) cannot be encoded in UTF-8: both would fail in the database, half-way through a
+    write, rather than here.
+    """
+    if len(value) > limit:
+        return f"must be at most {limit} characters"
+    if "\x00" in value:
+        return "must not contain NUL characters"
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "must be valid Unicode text (it holds a lone surrogate)"
+    return None
+
+
+def _is_plain(value: object, limit: int) -> bool:
+    """True for a non-empty str that is stored as is: the checker's fast path."""
+    return (
+        type(value) is str and 0 < len(value) <= limit and value.isascii() and "\x00" not in value
+    )
 
 
 class _Checker:
-    """Reads typed values out of the body, collecting every error with its path."""
+    """Reads typed values out of the body, collecting every error with its path.
 
-    def __init__(self) -> None:
+    Every text is bounded by the ``scheduler_admin.limits`` constant its column uses and free
+    of NUL and lone surrogates; every integer is within its column's range; so a body the
+    checker accepts always writes (the columns use the same constants).
+    """
+
+    def __init__(self, leaves: set[str] | None = None, nodes: set[str] | None = None) -> None:
         self.errors: dict[str, list[str]] = {}
+        #: The partition's leaf queues and the nodes an item may name (stored or in the body).
+        self.leaves = leaves or set()
+        self.nodes = nodes or set()
         # Thousands of tasks share a handful of shapes ({"memory": "2Gi", "vcore": "500m"}):
         # parse each shape once. Only valid shapes are kept (errors carry each item's path).
         self._parsed: dict[tuple[tuple[object, object], ...], dict[str, int]] = {}
 
     def fail(self, path: str, message: str) -> None:
-        self.errors.setdefault(path, []).append(message)
+        self.errors.setdefault(path or "non_field_errors", []).append(message)
 
     def mapping(self, value: object, path: str, keys: set[str]) -> Mapping[str, Any]:
         if not isinstance(value, Mapping):
             self.fail(path, "must be an object")
             return {}
-        for key in value:
-            if key not in keys:
-                self.fail(f"{path}.{key}" if path else str(key), "unknown field")
+        if not keys.issuperset(value):
+            for key in value:
+                if key not in keys:
+                    self._unknown(key, path)
         return value
+
+    def _unknown(self, key: object, path: str) -> None:
+        if isinstance(key, str) and _is_plain(key, _QUOTE_MAX_LENGTH):
+            self.fail(f"{path}.{key}" if path else key, "unknown field")
+        else:  # not showable as a path: named (escaped, shortened) in the parent's message
+            self.fail(path, f"unknown field {_quote(key)}")
 
     def items(self, value: object, path: str) -> list[Any]:
         if value is None:
@@ -109,24 +202,38 @@ class _Checker:
             return []
         return value
 
-    def text(self, value: object, path: str, *, required: bool = True) -> str:
+    def text(
+        self,
+        value: object,
+        path: str,
+        *,
+        required: bool = True,
+        limit: int = CLUSTER_ID_MAX_LENGTH,
+    ) -> str:
+        if _is_plain(value, limit):
+            return value  # type: ignore[return-value]
         if value is None or value == "":
             if required:
                 self.fail(path, "is required")
             return ""
-        if not isinstance(value, str) or len(value) > 253:
-            self.fail(path, "must be a string of at most 253 characters")
+        if not isinstance(value, str):
+            self.fail(path, "must be a string")
+            return ""
+        problem = _text_problem(value, limit)
+        if problem:
+            self.fail(path, problem)
             return ""
         return value
 
-    def integer(self, value: object, path: str, default: int, minimum: int | None = None) -> int:
+    def integer(self, value: object, path: str, default: int, minimum: int, maximum: int) -> int:
         if value is None:
             return default
-        if isinstance(value, bool) or not isinstance(value, int):
+        if type(value) is not int:  # bool is an int subclass; floats may have lost digits
             self.fail(path, "must be an integer")
             return default
-        if minimum is not None and value < minimum:
-            self.fail(path, f"must be at least {minimum}")
+        if not minimum <= value <= maximum:
+            self.fail(path, f"must be an integer from {minimum} to {maximum}")
+            return default
         return value
 
     def boolean(self, value: object, path: str, default: bool) -> bool:
@@ -141,6 +248,8 @@ class _Checker:
         shape = _shape(value)
         if shape is not None and shape in self._parsed:
             return dict(self._parsed[shape])
+        if isinstance(value, Mapping) and not self._resource_names(value, path):
+            return {}
         try:
             parsed = quantities.parse_resources(value, field=path)
         except quantities.ResourceErrors as exc:
@@ -151,10 +260,28 @@ class _Checker:
             self._parsed[shape] = dict(parsed)
         return parsed
 
+    def _resource_names(self, value: Mapping[object, object], path: str) -> bool:
+        """Resource names are stored as JSON keys: text within the limit, no NUL, no lone
+        surrogate. A bad name is reported at the mapping's path (it cannot be a path itself)."""
+        good = True
+        for name in value:
+            if isinstance(name, str) and _is_plain(name, RESOURCE_NAME_MAX_LENGTH):
+                continue
+            if not isinstance(name, str) or not name:
+                problem = "must be a non-empty string"
+            else:
+                problem = _text_problem(name, RESOURCE_NAME_MAX_LENGTH)
+                if problem is None:
+                    continue
+            self.fail(path, f"resource name {_quote(name)} {problem}")
+            good = False
+        return good
+
     def time(self, value: object, path: str) -> datetime:
         if value is None:
             return DEFAULT_CREATED_AT
-        if isinstance(value, str):
+        # fromisoformat stops at a NUL ("...00Z\x00junk" would parse): refuse such text first.
+        if isinstance(value, str) and _text_problem(value, _TIME_MAX_LENGTH) is None:
             try:
                 moment = datetime.fromisoformat(value)
             except ValueError:
@@ -173,10 +300,10 @@ class _Checker:
     def choice(self, value: object, path: str, choices: list[str], default: str) -> str:
         if value is None:
             return default
-        if value not in choices:
+        if not isinstance(value, str) or value not in choices:
             self.fail(path, f"must be one of {', '.join(choices)}")
             return default
-        return str(value)
+        return value
 
 
 @dataclass(frozen=True)
@@ -196,57 +323,53 @@ def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
     """Check a cluster-state body against ``partition`` (its leaf queues and nodes) and return
     it with defaults filled in, or raise ``IngestErrors`` listing every problem by path.
 
-    Shared by ingestion (which then writes it) and the simulator's state overrides (which apply
-    it in memory only).
+    Shared by ingestion (which then writes it), ``manage.py ingest_state`` and the simulator's
+    state overrides (which apply it in memory only): it does not rely on the API's parser for
+    anything, so whatever reaches it (NUL, lone surrogates, huge integers, any type anywhere)
+    is either refused here or fits its column.
     """
-    checker = _Checker()
-    data = checker.mapping(body, "", TOP_KEYS)
     queues = {q.path for q in partition.current_config().queues}
-    leaves = {path for path in queues if not any(p.startswith(path + ".") for p in queues)}
-    known_nodes = set(partition.nodes.values_list("name", flat=True))
-
+    checker = _Checker(
+        leaves={path for path in queues if not any(p.startswith(path + ".") for p in queues)},
+        nodes=set(partition.nodes.values_list("name", flat=True)),
+    )
+    data = checker.mapping(body, "", TOP_KEYS)
     nodes = [
         _node(checker, raw, f"nodes[{i}]")
         for i, raw in enumerate(checker.items(data.get("nodes"), "nodes"))
     ]
-    node_names = known_nodes | {node["name"] for node in nodes}
-    remove = checker.mapping(data.get("remove") or {}, "remove", REMOVE_KEYS)
-    removed_nodes = {
-        checker.text(n, f"remove.nodes[{i}]")
-        for i, n in enumerate(checker.items(remove.get("nodes"), "remove.nodes"))
-    }
+    checker.nodes.update(node["name"] for node in nodes)
+    remove = checker.mapping(
+        {} if data.get("remove") is None else data["remove"], "remove", REMOVE_KEYS
+    )
+    removed_nodes = set(_ids(checker, remove.get("nodes"), "remove.nodes"))
     allocations = [
-        _allocation(checker, raw, f"allocations[{i}]", leaves, node_names)
+        _allocation(checker, raw, f"allocations[{i}]")
         for i, raw in enumerate(checker.items(data.get("allocations"), "allocations"))
     ]
     asks = [
-        _ask(checker, raw, f"asks[{i}]", leaves, node_names)
+        _ask(checker, raw, f"asks[{i}]")
         for i, raw in enumerate(checker.items(data.get("asks"), "asks"))
     ]
     budgets = [
         _budget(checker, raw, f"budgets[{i}]")
         for i, raw in enumerate(checker.items(data.get("budgets"), "budgets"))
     ]
-    removed_allocations = [
-        checker.text(a, f"remove.allocations[{i}]")
-        for i, a in enumerate(checker.items(remove.get("allocations"), "remove.allocations"))
-    ]
-    removed_asks = [
-        checker.text(a, f"remove.asks[{i}]")
-        for i, a in enumerate(checker.items(remove.get("asks"), "remove.asks"))
-    ]
-    for label, ids in (
-        ("nodes", [n["name"] for n in nodes]),
-        ("allocations", [a["id"] for a in allocations]),
-        ("asks", [a["id"] for a in asks]),
-        ("budgets", [b["name"] for b in budgets]),
+    removed_allocations = _ids(checker, remove.get("allocations"), "remove.allocations")
+    removed_asks = _ids(checker, remove.get("asks"), "remove.asks")
+    for label, key, items in (
+        ("nodes", "name", nodes),
+        ("allocations", "id", allocations),
+        ("asks", "id", asks),
+        ("budgets", "name", budgets),
     ):
         seen: set[str] = set()
-        for index, item_id in enumerate(ids):
+        for index, item in enumerate(items):
+            item_id = item[key]
             if item_id and item_id in seen:
-                checker.fail(f"{label}[{index}].id", f"duplicate {item_id!r} in this body")
+                checker.fail(f"{label}[{index}].{key}", f"duplicate {_quote(item_id)} in this body")
             seen.add(item_id)
-    _check_apps(checker, partition, allocations, asks)
+    _check_apps(checker, allocations, asks)
     if checker.errors:
         raise IngestErrors(checker.errors)
     return ClusterStateBody(
@@ -265,58 +388,93 @@ def ingest_cluster_state(
 ) -> IngestResult:
     """Apply a cluster-state body to ``partition`` atomically, or raise ``IngestErrors``.
 
+    Steps, in one transaction:
+
+    1. check the whole body (``parse_cluster_state``); nothing is written unless it is valid;
+    2. take the partition's ingest lock (PostgreSQL; SQLite's IMMEDIATE transactions already
+       run one writer at a time), so two agents pushing at once apply one after the other and
+       each sees exactly what it changed;
+    3. compare every item with its stored row and write only new and changed rows
+       (``_write``), then the removals;
+    4. record one ``state.ingested`` audit event with the counts, but only when something
+       changed: an agent repeating the same state every few seconds writes nothing at all.
+
     ``audit=False`` is for the demo simulator's churn only: it stands in for the cluster, and a
     ``state.ingested`` event per step (about 1,200 an hour) would bury the admins' changes and
-    the runs in the audit log. Every push through the API or ``ingest_state`` is audited.
+    the runs in the audit log. Every push through the API or ``ingest_state`` that changes
+    something is audited.
     """
     state = parse_cluster_state(partition, body)
     with transaction.atomic():
-        result = _write(partition, state.nodes, state.allocations, state.asks, state.budgets)
-        emptied = _applications_of(partition, state.removed_allocations, state.removed_asks)
-        result.removed = {
-            "nodes": Node.objects.filter(partition=partition, name__in=state.removed_nodes)
-            .delete()[1]
-            .get("cluster.Node", 0),
-            "allocations": Allocation.objects.filter(
-                partition=partition, external_id__in=state.removed_allocations
-            ).delete()[0],
-            "asks": Ask.objects.filter(
-                partition=partition, external_id__in=state.removed_asks
-            ).delete()[0],
-        }
-        # An application lives while it has tasks or asks: one whose last ones were removed is
-        # gone from the cluster too (otherwise a long-running cluster's finished jobs pile up).
-        Application.objects.filter(pk__in=emptied, allocations=None, asks=None).delete()
-        if audit:
+        _lock_partition_state(partition)
+        result = _write(partition, state)
+        _remove(partition, state, result)
+        if audit and result.anything_changed:
             record_event(
                 AuditKind.STATE_INGESTED,
                 actor=actor,
                 partition_name=partition.name,
                 object_type="cluster-state",
-                summary=(
-                    f"Cluster state of {partition.name}: {result.nodes} nodes, "
-                    f"{result.allocations} allocations, {result.asks} asks, "
-                    f"{result.budgets} budgets upserted; removed {sum(result.removed.values())}"
-                ),
+                summary=result.summary(partition.name),
                 data=result.to_json(),
             )
     return result
+
+
+def _lock_partition_state(partition: Partition) -> None:
+    """Serialise pushes to one partition (a transaction-scoped advisory lock, so config saves,
+    which lock the partition row, are not held up by a long push)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                [f"cluster-state:{partition.pk}"],
+            )
+
+
+def _remove(partition: Partition, state: ClusterStateBody, result: IngestResult) -> None:
+    """Delete the named nodes, allocations and asks, and the applications left without any."""
+    emptied = _applications_of(partition, state.removed_allocations, state.removed_asks)
+    result.removed = {
+        "nodes": Node.objects.filter(partition=partition, name__in=state.removed_nodes)
+        .delete()[1]
+        .get("cluster.Node", 0),
+        "allocations": Allocation.objects.filter(
+            partition=partition, external_id__in=state.removed_allocations
+        ).delete()[0],
+        "asks": Ask.objects.filter(
+            partition=partition, external_id__in=state.removed_asks
+        ).delete()[0],
+    }
+    for kind in ("nodes", "allocations", "asks"):
+        result.changed[kind]["removed"] = result.removed[kind]
+    # An application lives while it has tasks or asks: one whose last ones were removed is
+    # gone from the cluster too (otherwise a long-running cluster's finished jobs pile up).
+    if emptied:
+        result.changed["applications"]["removed"] = (
+            Application.objects.filter(pk__in=emptied, allocations=None, asks=None)
+            .delete()[1]
+            .get("cluster.Application", 0)
+        )
 
 
 def _applications_of(
     partition: Partition, allocation_ids: list[str], ask_ids: list[str]
 ) -> set[int]:
     """Primary keys of the applications owning these allocations and asks."""
-    owners = set(
-        Allocation.objects.filter(partition=partition, external_id__in=allocation_ids).values_list(
-            "application_id", flat=True
+    owners: set[int] = set()
+    if allocation_ids:
+        owners.update(
+            Allocation.objects.filter(
+                partition=partition, external_id__in=allocation_ids
+            ).values_list("application_id", flat=True)
         )
-    )
-    owners.update(
-        Ask.objects.filter(partition=partition, external_id__in=ask_ids).values_list(
-            "application_id", flat=True
+    if ask_ids:
+        owners.update(
+            Ask.objects.filter(partition=partition, external_id__in=ask_ids).values_list(
+                "application_id", flat=True
+            )
         )
-    )
     return owners
 
 
@@ -331,114 +489,172 @@ def _shape(value: object) -> tuple[tuple[object, object], ...] | None:
     return items
 
 
-def _node(checker: _Checker, raw: object, path: str) -> dict[str, Any]:
-    item = checker.mapping(raw, path, NODE_KEYS)
-    return {
-        "name": checker.text(item.get("name"), f"{path}.name"),
-        "capacity": checker.resources(item.get("capacity"), f"{path}.capacity"),
-        "schedulable": checker.boolean(item.get("schedulable"), f"{path}.schedulable", True),
-    }
+def _ids(checker: _Checker, value: object, path: str) -> list[str]:
+    return [checker.text(v, f"{path}[{i}]") for i, v in enumerate(checker.items(value, path))]
 
 
-def _queue(checker: _Checker, value: object, path: str, leaves: set[str]) -> str:
-    queue = checker.text(value, path)
-    if queue and queue not in leaves:
-        checker.fail(path, f"{queue!r} is not a leaf queue of this partition")
+# Item fields: name -> (check, default). A check takes (checker, value, path) and returns the
+# value to keep. Fields in an item's ``always`` set are checked even when absent (required
+# ones say so; resource sets become new empty dicts); the others only when given and not null,
+# so a typical task of six fields costs six checks, not fifteen.
+_Check = Callable[[_Checker, Any, str], Any]
+
+
+def _id(checker: _Checker, value: object, path: str) -> str:
+    return checker.text(value, path)
+
+
+def _optional_id(checker: _Checker, value: object, path: str) -> str:
+    return checker.text(value, path, required=False)
+
+
+def _user(checker: _Checker, value: object, path: str) -> str:
+    return checker.text(value, path, required=False, limit=CLUSTER_USER_MAX_LENGTH)
+
+
+def _leaf_queue(checker: _Checker, value: object, path: str) -> str:
+    queue = checker.text(value, path, limit=QUEUE_PATH_MAX_LENGTH)
+    if queue and queue not in checker.leaves:
+        checker.fail(path, f"{_quote(queue)} is not a leaf queue of this partition")
     return queue
 
 
-def _node_ref(
-    checker: _Checker, value: object, path: str, nodes: set[str], *, required: bool
-) -> str:
-    name = checker.text(value, path, required=required)
-    if name and name not in nodes:
-        checker.fail(path, f"no node {name!r}")
+def _node_ref(checker: _Checker, value: object, path: str) -> str:
+    """A node that exists, or that this body creates (required where a field is ``always``)."""
+    name = checker.text(value, path)
+    if name and name not in checker.nodes:
+        checker.fail(path, f"no node {_quote(name)}")
     return name
 
 
-def _allocation(
-    checker: _Checker, raw: object, path: str, leaves: set[str], nodes: set[str]
-) -> dict[str, Any]:
-    item = checker.mapping(raw, path, ALLOCATION_KEYS)
-    allocation_id = checker.text(item.get("id"), f"{path}.id")
-    qos = item.get("qos")
-    return {
-        "id": allocation_id,
-        "app": checker.text(item.get("app"), f"{path}.app", required=False) or allocation_id,
-        "user": checker.text(item.get("user"), f"{path}.user", required=False),
-        "queue": _queue(checker, item.get("queue"), f"{path}.queue", leaves),
-        "node": _node_ref(checker, item.get("node"), f"{path}.node", nodes, required=True),
-        "resources": checker.resources(item.get("resources"), f"{path}.resources"),
-        "priority": checker.integer(item.get("priority"), f"{path}.priority", 0),
-        "allow_preemption": checker.boolean(
-            item.get("allow_preemption"), f"{path}.allow_preemption", True
-        ),
-        "originator": checker.boolean(item.get("originator"), f"{path}.originator", False),
-        "required_node": _node_ref(
-            checker, item.get("required_node"), f"{path}.required_node", nodes, required=False
-        ),
-        "job": checker.text(item.get("job"), f"{path}.job", required=False),
-        "qos": ""
-        if qos is None
-        else checker.choice(qos, f"{path}.qos", [q.value for q in QoS], ""),
-        "pdb": checker.text(item.get("pdb"), f"{path}.pdb", required=False),
-        "created_at": checker.time(item.get("created_at"), f"{path}.created_at"),
-        "state": None
-        if item.get("state") is None
-        else checker.choice(
-            item.get("state"), f"{path}.state", [s.value for s in AllocationState], "running"
-        ),
-    }
+def _optional_node_ref(checker: _Checker, value: object, path: str) -> str:
+    return _node_ref(checker, value, path) if value != "" else ""
 
 
-def _ask(
-    checker: _Checker, raw: object, path: str, leaves: set[str], nodes: set[str]
+def _resources(checker: _Checker, value: object, path: str) -> dict[str, int]:
+    return checker.resources(value, path)
+
+
+def _priority(checker: _Checker, value: object, path: str) -> int:
+    return checker.integer(value, path, 0, INT32_MIN, INT32_MAX)
+
+
+def _disruptions(checker: _Checker, value: object, path: str) -> int:
+    return checker.integer(value, path, 0, 0, POSITIVE_INT_MAX)
+
+
+def _time(checker: _Checker, value: object, path: str) -> datetime:
+    return checker.time(value, path)
+
+
+def _flag(checker: _Checker, value: object, path: str) -> bool:
+    return checker.boolean(value, path, False)
+
+
+def _one_of(choices: list[str]) -> _Check:
+    def check(checker: _Checker, value: object, path: str) -> str:
+        return checker.choice(value, path, choices, choices[0])
+
+    return check
+
+
+_NODE_FIELDS: dict[str, tuple[_Check, Any]] = {
+    "name": (_id, ""),
+    "capacity": (_resources, None),
+    "schedulable": (_flag, True),
+}
+_ALLOCATION_FIELDS: dict[str, tuple[_Check, Any]] = {
+    "id": (_id, ""),
+    "app": (_optional_id, ""),
+    "user": (_user, ""),
+    "queue": (_leaf_queue, ""),
+    "node": (_node_ref, ""),
+    "resources": (_resources, None),
+    "priority": (_priority, 0),
+    "allow_preemption": (_flag, True),
+    "originator": (_flag, False),
+    "required_node": (_optional_node_ref, ""),
+    "job": (_optional_id, ""),
+    "qos": (_one_of([q.value for q in QoS]), ""),
+    "pdb": (_optional_id, ""),
+    "created_at": (_time, DEFAULT_CREATED_AT),
+    # None: a new allocation starts running, a stored one keeps its state.
+    "state": (_one_of([s.value for s in AllocationState]), None),
+}
+_ASK_FIELDS: dict[str, tuple[_Check, Any]] = {
+    "id": (_id, ""),
+    "app": (_optional_id, ""),
+    "user": (_user, ""),
+    "queue": (_leaf_queue, ""),
+    "resources": (_resources, None),
+    "priority": (_priority, 0),
+    "allow_preemption": (_flag, True),
+    "preemption_policy": (
+        _one_of([p.value for p in PreemptionPolicy]),
+        PreemptionPolicy.PREEMPT_LOWER_PRIORITY.value,
+    ),
+    "required_node": (_optional_node_ref, ""),
+    "job": (_optional_id, ""),
+    "created_at": (_time, DEFAULT_CREATED_AT),
+    "state": (_one_of([s.value for s in AskState]), AskState.PENDING.value),
+    # "": keep the node the product reserved or nominated.
+    "node": (_optional_node_ref, ""),
+}
+_BUDGET_FIELDS: dict[str, tuple[_Check, Any]] = {
+    "name": (_id, ""),
+    "allowed_disruptions": (_disruptions, 0),
+}
+NODE_KEYS = set(_NODE_FIELDS)
+ALLOCATION_KEYS = set(_ALLOCATION_FIELDS)
+ASK_KEYS = set(_ASK_FIELDS)
+BUDGET_KEYS = set(_BUDGET_FIELDS)
+_DEFAULTS = {
+    id(fields): ({name: default for name, (_, default) in fields.items()}, set(fields))
+    for fields in (_NODE_FIELDS, _ALLOCATION_FIELDS, _ASK_FIELDS, _BUDGET_FIELDS)
+}
+
+
+def _item(
+    checker: _Checker,
+    raw: object,
+    path: str,
+    fields: dict[str, tuple[_Check, Any]],
+    always: tuple[str, ...],
 ) -> dict[str, Any]:
-    item = checker.mapping(raw, path, ASK_KEYS)
-    ask_id = checker.text(item.get("id"), f"{path}.id")
-    return {
-        "id": ask_id,
-        "app": checker.text(item.get("app"), f"{path}.app", required=False) or ask_id,
-        "user": checker.text(item.get("user"), f"{path}.user", required=False),
-        "queue": _queue(checker, item.get("queue"), f"{path}.queue", leaves),
-        "resources": checker.resources(item.get("resources"), f"{path}.resources"),
-        "priority": checker.integer(item.get("priority"), f"{path}.priority", 0),
-        "allow_preemption": checker.boolean(
-            item.get("allow_preemption"), f"{path}.allow_preemption", True
-        ),
-        "preemption_policy": checker.choice(
-            item.get("preemption_policy"),
-            f"{path}.preemption_policy",
-            [p.value for p in PreemptionPolicy],
-            "PreemptLowerPriority",
-        ),
-        "required_node": _node_ref(
-            checker, item.get("required_node"), f"{path}.required_node", nodes, required=False
-        ),
-        "job": checker.text(item.get("job"), f"{path}.job", required=False),
-        "created_at": checker.time(item.get("created_at"), f"{path}.created_at"),
-        "state": checker.choice(
-            item.get("state"), f"{path}.state", [s.value for s in AskState], "pending"
-        ),
-        "node": _node_ref(checker, item.get("node"), f"{path}.node", nodes, required=False),
-    }
+    """One item of a list: every field of ``fields``, checked or defaulted."""
+    defaults, keys = _DEFAULTS[id(fields)]
+    item = checker.mapping(raw, path, keys)
+    result = dict(defaults)
+    for name in always:
+        result[name] = fields[name][0](checker, item.get(name), f"{path}.{name}")
+    for name, value in item.items():
+        if value is not None and name not in always and name in fields:
+            result[name] = fields[name][0](checker, value, f"{path}.{name}")
+    return result
+
+
+def _node(checker: _Checker, raw: object, path: str) -> dict[str, Any]:
+    return _item(checker, raw, path, _NODE_FIELDS, ("name", "capacity"))
+
+
+def _allocation(checker: _Checker, raw: object, path: str) -> dict[str, Any]:
+    item = _item(checker, raw, path, _ALLOCATION_FIELDS, ("id", "queue", "node", "resources"))
+    item["app"] = item["app"] or item["id"]
+    return item
+
+
+def _ask(checker: _Checker, raw: object, path: str) -> dict[str, Any]:
+    item = _item(checker, raw, path, _ASK_FIELDS, ("id", "queue", "resources"))
+    item["app"] = item["app"] or item["id"]
+    return item
 
 
 def _budget(checker: _Checker, raw: object, path: str) -> dict[str, Any]:
-    item = checker.mapping(raw, path, BUDGET_KEYS)
-    return {
-        "name": checker.text(item.get("name"), f"{path}.name"),
-        "allowed_disruptions": checker.integer(
-            item.get("allowed_disruptions"), f"{path}.allowed_disruptions", 0, minimum=0
-        ),
-    }
+    return _item(checker, raw, path, _BUDGET_FIELDS, ("name",))
 
 
 def _check_apps(
-    checker: _Checker,
-    partition: Partition,
-    allocations: list[dict[str, Any]],
-    asks: list[dict[str, Any]],
+    checker: _Checker, allocations: list[dict[str, Any]], asks: list[dict[str, Any]]
 ) -> None:
     """An application lives in one queue: every item of the body naming it must agree."""
     queues: dict[str, tuple[str, str]] = {}
@@ -451,134 +667,294 @@ def _check_apps(
             if first[0] != queue:
                 checker.fail(
                     f"{label}[{index}].queue",
-                    f"application {app!r} is in {first[0]} at {first[1]}; one app, one queue",
+                    f"application {_quote(app)} is in {first[0]} at {first[1]}; one app, one queue",
                 )
 
 
-def _write(
-    partition: Partition,
-    nodes: list[dict[str, Any]],
-    allocations: list[dict[str, Any]],
-    asks: list[dict[str, Any]],
-    budgets: list[dict[str, Any]],
-) -> IngestResult:
-    now = timezone.now()
-    Node.objects.bulk_create(
-        [Node(partition=partition, **node) for node in nodes],
-        update_conflicts=True,
-        unique_fields=["partition", "name"],
-        update_fields=["capacity", "schedulable", "updated_at"],
-    )
-    apps = {}
-    for item in [*allocations, *asks]:
-        apps.setdefault(item["app"], (item["queue"], item["user"]))
-    Application.objects.bulk_create(
-        [Application(partition=partition, external_id=app, queue_path=queue, user=user)
-         for app, (queue, user) in apps.items()],
-        update_conflicts=True,
-        unique_fields=["partition", "external_id"],
-        update_fields=["queue_path", "user"],
-    )  # fmt: skip
-    app_ids = dict(
-        Application.objects.filter(partition=partition, external_id__in=list(apps)).values_list(
-            "external_id", "id"
-        )
-    )
-    fields = [
-        "application_id", "queue_path", "node_name", "resources", "priority",
-        "allow_preemption", "originator", "required_node", "job", "qos", "pdb", "created_at",
-        "state",
-    ]  # fmt: skip
-    stored = _stored_rows(Allocation, partition, [a["id"] for a in allocations], fields)
-    rows = []
-    for item in allocations:
-        before = stored.get(item["id"])
-        row = Allocation(
-            partition=partition,
-            external_id=item["id"],
-            application_id=app_ids[item["app"]],
-            queue_path=item["queue"],
-            node_name=item["node"],
-            resources=item["resources"],
-            priority=item["priority"],
-            allow_preemption=item["allow_preemption"],
-            originator=item["originator"],
-            required_node=item["required_node"],
-            job=item["job"],
-            qos=item["qos"],
-            pdb=item["pdb"],
-            created_at=item["created_at"],
-            # Without a state in the body a stored allocation keeps its own (e.g. preempting).
-            state=item["state"] or (before[-1] if before else AllocationState.RUNNING),
-            state_changed_at=now if before is None else None,
-        )
-        if before is None or _values(row, fields) != before:
-            rows.append(row)
-    Allocation.objects.bulk_create(
-        rows,
-        update_conflicts=True,
-        unique_fields=["partition", "external_id"],
-        update_fields=[name.removesuffix("_id") for name in fields],
-        batch_size=2000,
-    )
-    # An ask sent without a node keeps the node the product reserved or nominated for it.
-    for with_node in (True, False):
-        group = [item for item in asks if bool(item["node"]) == with_node]
-        Ask.objects.bulk_create(
-            [
-                Ask(
-                    partition=partition,
-                    external_id=item["id"],
-                    application_id=app_ids[item["app"]],
-                    queue_path=item["queue"],
-                    resources=item["resources"],
-                    priority=item["priority"],
-                    allow_preemption=item["allow_preemption"],
-                    preemption_policy=item["preemption_policy"],
-                    required_node=item["required_node"],
-                    job=item["job"],
-                    created_at=item["created_at"],
-                    state=item["state"],
-                    node=item["node"],
-                )
-                for item in group
-            ],
-            update_conflicts=True,
-            unique_fields=["partition", "external_id"],
-            update_fields=[
-                "application", "queue_path", "resources", "priority", "allow_preemption",
-                "preemption_policy", "required_node", "job", "created_at", "state",
-                *(["node"] if with_node else []),
-            ],
-            batch_size=2000,
-        )  # fmt: skip
-    DisruptionBudget.objects.bulk_create(
-        [DisruptionBudget(partition=partition, **budget) for budget in budgets],
-        update_conflicts=True,
-        unique_fields=["partition", "name"],
-        update_fields=["allowed_disruptions"],
-    )
-    return IngestResult(
-        nodes=len(nodes), allocations=len(allocations), asks=len(asks), budgets=len(budgets)
-    )
+# --------------------------------------------------------------------------------------------
+# Writing: compare with what is stored, write only what changed
+# --------------------------------------------------------------------------------------------
+
+_ALLOCATION_COLUMNS = (
+    "application_id", "queue_path", "node_name", "resources", "priority", "allow_preemption",
+    "originator", "required_node", "job", "qos", "pdb", "created_at",
+)  # fmt: skip
+_ASK_COLUMNS = (
+    "application_id", "queue_path", "resources", "priority", "allow_preemption",
+    "preemption_policy", "required_node", "job", "created_at", "state",
+)  # fmt: skip
 
 
-def _stored_rows(
-    model: type[Allocation], partition: Partition, ids: list[str], fields: list[str]
-) -> dict[str, tuple[Any, ...]]:
-    """The stored values of ``fields`` for the rows with these external ids.
+def _write(partition: Partition, state: ClusterStateBody) -> IngestResult:
+    """Upsert the body's nodes, applications, allocations, asks and budgets, writing only the
+    rows that are new or differ from what is stored, and count them.
 
-    Pushing the same state again is the common case for an agent that reports every few
-    seconds; comparing first and writing only new or changed rows makes a repeated push of
-    5,000 allocations a read instead of a rewrite (and leaves untouched rows' tuples alone).
+    Each table is read once (the compared columns of the rows the body names) and compared in
+    Python; the new and changed rows are then written with a few multi-row
+    ``INSERT .. ON CONFLICT DO UPDATE`` statements (``_upsert``). Pushing the same state again,
+    the common case for an agent reporting every few seconds, is therefore five reads and no
+    write; a first push of 50,000 allocations is some 25 statements instead of Django's
+    per-object work in ``bulk_create``.
+
+    What the product owns is never overwritten from a stale read: an allocation sent without a
+    ``state`` keeps the stored one (a victim stays ``preempting`` until its eviction is
+    acknowledged), an ask sent without a ``node`` keeps the node the product reserved or
+    nominated; those columns are left out of the update rather than written back.
     """
-    return {
-        row[0]: row[1:]
-        for row in model.objects.filter(partition=partition, external_id__in=ids).values_list(
-            "external_id", *fields
-        )
-    }
+    now = timezone.now()
+    result = IngestResult(
+        nodes=len(state.nodes),
+        allocations=len(state.allocations),
+        asks=len(state.asks),
+        budgets=len(state.budgets),
+    )
+    changed = result.changed
+
+    def count(kind: str, key: str, items: Iterable[Mapping[str, Any]], stored: Mapping) -> None:
+        for item in items:
+            changed[kind]["updated" if item[key] in stored else "created"] += 1
+
+    # Nodes ------------------------------------------------------------------------------------
+    stored = _stored(Node, partition, "name", ["capacity", "schedulable"], state.nodes, "name")
+    nodes = [n for n in state.nodes if stored.get(n["name"]) != (n["capacity"], n["schedulable"])]
+    count("nodes", "name", nodes, stored)
+    _upsert(
+        Node, partition, "name", ["capacity", "schedulable", "updated_at"],
+        [(n["name"], n["capacity"], n["schedulable"], now) for n in nodes],
+    )  # fmt: skip
+
+    # Applications: one per app named by an allocation or ask (its first item decides) ----------
+    apps: dict[str, dict[str, Any]] = {}
+    for item in [*state.allocations, *state.asks]:
+        apps.setdefault(item["app"], item)
+    stored_apps = _stored(
+        Application, partition, "external_id", ["id", "queue_path", "user"], apps.values(), "app"
+    )
+    app_ids = {app: row[0] for app, row in stored_apps.items()}
+    changed_apps = [
+        item for app, item in apps.items()
+        if stored_apps.get(app, (None,))[1:] != (item["queue"], item["user"])
+    ]  # fmt: skip
+    count("applications", "app", changed_apps, stored_apps)
+    _upsert(
+        Application, partition, "external_id", ["queue_path", "user"],
+        [(item["app"], item["queue"], item["user"]) for item in changed_apps],
+    )  # fmt: skip
+    created = [item for app, item in apps.items() if app not in app_ids]
+    stored = _stored(Application, partition, "external_id", ["id"], created, "app")
+    app_ids.update((app, row[0]) for app, row in stored.items())
+
+    # Allocations ------------------------------------------------------------------------------
+    stored = _stored(
+        Allocation, partition, "external_id", [*_ALLOCATION_COLUMNS, "state"],
+        state.allocations, "id",
+    )  # fmt: skip
+    with_state, keep_state = [], []
+    for item in state.allocations:
+        values = (
+            app_ids[item["app"]], item["queue"], item["node"], item["resources"],
+            item["priority"], item["allow_preemption"], item["originator"],
+            item["required_node"], item["job"], item["qos"], item["pdb"], item["created_at"],
+        )  # fmt: skip
+        before = stored.get(item["id"])
+        if before is not None and before[:-1] == values and item["state"] in (None, before[-1]):
+            continue
+        changed["allocations"]["created" if before is None else "updated"] += 1
+        row = (item["id"], *values, item["state"] or AllocationState.RUNNING.value, now)
+        (with_state if item["state"] else keep_state).append(row)
+    columns = [*_ALLOCATION_COLUMNS, "state", "state_changed_at"]
+    # A state the body names replaces the stored one (stamped when it differs); without one,
+    # a new allocation starts running and a stored one keeps its own (the update leaves it).
+    _upsert(
+        Allocation, partition, "external_id", columns, with_state,
+        update=[*_ALLOCATION_COLUMNS, "state"],
+        update_sql={"state_changed_at": "CASE WHEN {table}.state = excluded.state "
+                    "THEN {table}.state_changed_at ELSE excluded.state_changed_at END"},
+    )  # fmt: skip
+    _upsert(Allocation, partition, "external_id", columns, keep_state, update=_ALLOCATION_COLUMNS)
+
+    # Asks: an ask sent without a node keeps the node the product reserved or nominated -------
+    stored = _stored(Ask, partition, "external_id", [*_ASK_COLUMNS, "node"], state.asks, "id")
+    with_node, keep_node = [], []
+    for item in state.asks:
+        values = (
+            app_ids[item["app"]], item["queue"], item["resources"], item["priority"],
+            item["allow_preemption"], item["preemption_policy"], item["required_node"],
+            item["job"], item["created_at"], item["state"],
+        )  # fmt: skip
+        before = stored.get(item["id"])
+        if before is not None and before[:-1] == values and item["node"] in ("", before[-1]):
+            continue
+        changed["asks"]["created" if before is None else "updated"] += 1
+        (with_node if item["node"] else keep_node).append((item["id"], *values, item["node"]))
+    columns = [*_ASK_COLUMNS, "node"]
+    _upsert(Ask, partition, "external_id", columns, with_node, update=columns)
+    _upsert(Ask, partition, "external_id", columns, keep_node, update=_ASK_COLUMNS)
+
+    # Budgets ----------------------------------------------------------------------------------
+    stored = _stored(
+        DisruptionBudget, partition, "name", ["allowed_disruptions"], state.budgets, "name"
+    )
+    budgets = [b for b in state.budgets if stored.get(b["name"]) != (b["allowed_disruptions"],)]
+    count("budgets", "name", budgets, stored)
+    _upsert(
+        DisruptionBudget, partition, "name", ["allowed_disruptions"],
+        [(b["name"], b["allowed_disruptions"]) for b in budgets],
+    )  # fmt: skip
+    return result
 
 
-def _values(row: Allocation, fields: list[str]) -> tuple[Any, ...]:
-    return tuple(getattr(row, name) for name in fields)
+#: Above this many items, reading the partition's whole table beats a huge ``IN`` list.
+_WHOLE_TABLE_FROM = 1000
+
+
+def _stored(
+    model: type[models.Model],
+    partition: Partition,
+    key: str,
+    columns: list[str],
+    items: Iterable[Mapping[str, Any]],
+    item_key: str,
+) -> dict[str, tuple[Any, ...]]:
+    """The stored values of ``columns`` (attnames) by ``key``, for the rows the items name.
+
+    A large body reads the partition's rows at once rather than sending tens of thousands of
+    ids back to the database; a small one reads only its own rows. JSON columns are read as
+    text and decoded once per distinct text: thousands of tasks share a few resource sets.
+    """
+    ids = [item[item_key] for item in items]
+    if not ids:
+        return {}
+    rows = model.objects.filter(partition=partition)  # type: ignore[attr-defined]
+    if len(ids) < _WHOLE_TABLE_FROM:
+        rows = rows.filter(**{f"{key}__in": ids})
+    fields = {f.attname: f for f in model._meta.concrete_fields}  # type: ignore[attr-defined]
+    as_text = [i for i, name in enumerate(columns) if isinstance(fields[name], models.JSONField)]
+    rows = rows.annotate(
+        **{f"text_{columns[i]}": Cast(columns[i], models.TextField()) for i in as_text}
+    )
+    names = [f"text_{name}" if i in as_text else name for i, name in enumerate(columns)]
+    decoded: dict[str, Any] = {}
+
+    def decode(text: str) -> Any:
+        if text not in decoded:
+            decoded[text] = json.loads(text)
+        return decoded[text]
+
+    stored = {}
+    for key_value, *values in rows.values_list(key, *names):
+        for i in as_text:
+            values[i] = decode(values[i])
+        stored[key_value] = tuple(values)
+    return stored
+
+
+def _upsert(
+    model: type[models.Model],
+    partition: Partition,
+    key: str,
+    columns: list[str],
+    rows: list[tuple[Any, ...]],
+    *,
+    update: Iterable[str] | None = None,
+    update_sql: Mapping[str, str] | None = None,
+) -> None:
+    """``INSERT (partition, key, *columns) .. ON CONFLICT (partition, key) DO UPDATE``.
+
+    ``rows`` are ``(key, *columns)`` tuples of Python values (attnames: ``application_id``). On
+    conflict the ``update`` columns (default: all) take the new values and the ``update_sql``
+    columns an SQL expression (``{table}`` names the stored row, ``excluded`` the new one).
+    Rows are written in key order, so two writers of overlapping rows lock them in the same
+    order.
+
+    On PostgreSQL the rows go as one binary array per column through ``unnest``: a statement
+    per table whatever the number of rows, and no per-value quoting (Django's client-side
+    parameter binding spends about 20 µs a value: 16 s for 50,000 allocations). Elsewhere
+    (SQLite for development) as multi-row ``VALUES`` in batches.
+    """
+    if not rows:
+        return
+    meta = model._meta  # type: ignore[attr-defined]
+    quote = connection.ops.quote_name
+    table = quote(meta.db_table)
+    by_attname = {f.attname: f for f in meta.concrete_fields}
+    fields = [by_attname[name] for name in [key, *columns]]
+    names = ", ".join(quote(n) for n in ["partition_id", *(f.column for f in fields)])
+    sets = [f"{quote(c)} = excluded.{quote(c)}" for c in (columns if update is None else update)]
+    sets += [f"{quote(c)} = {sql.format(table=table)}" for c, sql in (update_sql or {}).items()]
+    conflict = (
+        f"ON CONFLICT ({quote('partition_id')}, {quote(fields[0].column)}) "
+        f"DO UPDATE SET {', '.join(sets)}"
+    )
+    rows = sorted(rows, key=lambda row: row[0])
+    if connection.vendor == "postgresql":
+        _insert_arrays(table, names, conflict, partition.pk, fields, rows)
+    else:
+        _insert_values(table, names, conflict, partition.pk, fields, rows)
+
+
+def _insert_arrays(
+    table: str,
+    names: str,
+    conflict: str,
+    partition_id: int,
+    fields: list[models.Field],
+    rows: list[tuple[Any, ...]],
+) -> None:
+    """PostgreSQL: ``INSERT .. SELECT FROM unnest(%b::type[], ..)``, parameters in binary.
+
+    JSON goes as text (``json.dumps`` with the field's encoder, as the ORM writes it) and is
+    cast per value; a psycopg cursor of its own binds on the server, on Django's connection
+    and so inside its transaction.
+    """
+    quote = connection.ops.quote_name
+    columns = list(zip(*rows, strict=True))
+    arrays, selects, aliases = [], [], []
+    for index, (f, values) in enumerate(zip(fields, columns, strict=True)):
+        alias = quote(f"c{index}")
+        aliases.append(alias)
+        if isinstance(f, models.JSONField):
+            arrays.append(("text", [json.dumps(v, cls=f.encoder) for v in values]))
+            selects.append(f"{alias}::jsonb")
+        else:
+            arrays.append((f.db_type(connection), list(values)))
+            selects.append(alias)
+    unnest = ", ".join(f"%b::{db_type}[]" for db_type, _ in arrays)
+    sql = (
+        f"INSERT INTO {table} ({names}) SELECT %b::bigint, {', '.join(selects)} "  # noqa: S608
+        f"FROM unnest({unnest}) AS s({', '.join(aliases)}) {conflict}"
+    )  # every name comes from the model's metadata, quoted; every value is a parameter
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, [partition_id, *(values for _, values in arrays)])
+
+
+def _insert_values(
+    table: str,
+    names: str,
+    conflict: str,
+    partition_id: int,
+    fields: list[models.Field],
+    rows: list[tuple[Any, ...]],
+) -> None:
+    """Any other database: multi-row ``VALUES`` in batches of ``_BATCH_ROWS``, values adapted
+    by their model field as the ORM would."""
+    adapters: list[Callable[[Any], Any] | None] = [
+        (lambda value, f=f: f.get_db_prep_save(value, connection))
+        if isinstance(f, models.JSONField | models.DateTimeField)
+        else None
+        for f in fields
+    ]
+    one = "(" + ", ".join(["%s"] * (len(fields) + 1)) + ")"
+    head = f"INSERT INTO {table} ({names}) VALUES "  # noqa: S608 - names from the model, quoted
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), _BATCH_ROWS):
+            batch = rows[start : start + _BATCH_ROWS]
+            params: list[Any] = []
+            for row in batch:
+                params.append(partition_id)
+                params.extend(
+                    value if adapt is None else adapt(value)
+                    for value, adapt in zip(row, adapters, strict=True)
+                )
+            cursor.execute(f"{head}{', '.join([one] * len(batch))} {conflict}", params)

@@ -15,6 +15,11 @@ from __future__ import annotations
 from django.db import models
 from django.db.models import Q
 
+from scheduler_admin.limits import (
+    ACKNOWLEDGED_BY_MAX_LENGTH,
+    CLUSTER_ID_MAX_LENGTH,
+    QUEUE_PATH_MAX_LENGTH,
+)
 from scheduler_admin.queues.models import Partition
 
 
@@ -35,7 +40,7 @@ class QuotaTimer(models.Model):
     """
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="timers")
-    queue_path = models.CharField(max_length=1024)
+    queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
     started_at = models.DateTimeField()
     due_at = models.DateTimeField(db_index=True)
     delay_seconds = models.PositiveIntegerField()
@@ -71,7 +76,7 @@ class QueueLock(models.Model):
     """
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="+")
-    queue_path = models.CharField(max_length=1024)
+    queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
     token = models.BigIntegerField(default=0)
 
     class Meta:
@@ -105,9 +110,9 @@ class PreemptionRun(models.Model):
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="runs")
     policy = models.CharField(max_length=20)
-    queue_path = models.CharField(max_length=1024)
+    queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
     trigger = models.CharField(max_length=20)  # quota_timer | ask | job
-    trigger_id = models.CharField(max_length=253, blank=True)
+    trigger_id = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
     timer = models.ForeignKey(
         QuotaTimer, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs"
     )
@@ -121,7 +126,7 @@ class PreemptionRun(models.Model):
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    node = models.CharField(max_length=253, blank=True)
+    node = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
     targets = models.JSONField(default=dict, blank=True)
     freed = models.JSONField(default=dict, blank=True)
     nominations = models.JSONField(default=dict, blank=True)
@@ -151,9 +156,9 @@ class RunVictim(models.Model):
 
     run = models.ForeignKey(PreemptionRun, on_delete=models.CASCADE, related_name="victims")
     position = models.PositiveIntegerField()
-    allocation_id = models.CharField(max_length=253)
-    queue_path = models.CharField(max_length=1024)
-    node_name = models.CharField(max_length=253)
+    allocation_id = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
+    queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
+    node_name = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     resources = models.JSONField(default=dict)
     preempted_at = models.DateTimeField(null=True, blank=True)
 
@@ -184,15 +189,15 @@ class EvictionOrder(models.Model):
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="evictions")
     run = models.ForeignKey(PreemptionRun, on_delete=models.PROTECT, related_name="evictions")
     victim = models.OneToOneField(RunVictim, on_delete=models.PROTECT, related_name="eviction")
-    allocation_id = models.CharField(max_length=253)
-    node_name = models.CharField(max_length=253)
+    allocation_id = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
+    node_name = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     soft = models.BooleanField(default=False)
     status = models.CharField(
         max_length=14, choices=EvictionStatus.choices, default=EvictionStatus.PENDING
     )
     created_at = models.DateTimeField()
     acknowledged_at = models.DateTimeField(null=True, blank=True)
-    acknowledged_by = models.CharField(max_length=150, blank=True)
+    acknowledged_by = models.CharField(max_length=ACKNOWLEDGED_BY_MAX_LENGTH, blank=True)
     webhook_attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)

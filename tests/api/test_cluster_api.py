@@ -7,6 +7,7 @@ from urllib.parse import quote
 import pytest
 
 from scheduler_admin.audit.models import AuditEvent, AuditKind
+from scheduler_admin.cluster import services
 from scheduler_admin.cluster.bench import state_body as state_body_of
 from scheduler_admin.cluster.models import Allocation, Application, Ask, DisruptionBudget, Node
 from tests.api.conftest import assert_error
@@ -119,6 +120,13 @@ def test_an_operator_pushes_state_and_gets_the_counts(demo_partition, operator):
     assert response.json() == {
         "nodes": 2, "allocations": 5, "asks": 2, "budgets": 1,
         "removed": {"nodes": 0, "allocations": 0, "asks": 0},
+        "changed": {
+            "nodes": {"created": 2, "updated": 0, "removed": 0},
+            "applications": {"created": 5, "updated": 0, "removed": 0},
+            "allocations": {"created": 5, "updated": 0, "removed": 0},
+            "asks": {"created": 2, "updated": 0, "removed": 0},
+            "budgets": {"created": 1, "updated": 0, "removed": 0},
+        },
     }  # fmt: skip
     assert Allocation.objects.get(external_id=POD_A).resources == {"memory": 10 * GI}
     assert Allocation.objects.get(external_id="web-1").state == "preempting"
@@ -209,6 +217,132 @@ def test_text_with_nul_characters_never_reaches_the_database(demo_partition, ope
 def test_malformed_json_is_400_and_other_media_types_are_415(demo_partition, operator):
     assert_error(operator.post(STATE, "{nope", content_type="application/json"), 400)
     assert_error(operator.post(STATE, "a: 1", content_type="application/yaml"), 415)
+
+
+@pytest.mark.parametrize("depth", [10_000, 200_000])
+def test_json_nested_too_deeply_is_400(demo_partition, operator, depth):
+    for text in ("[" * depth + "]" * depth, '{"nodes": ' + "[" * depth + "]" * depth + "}"):
+        assert_error(operator.post(STATE, text, content_type="application/json"), 400)
+    assert not Node.objects.exists()
+
+
+# --- what a push changed, and its audit event -------------------------------------------------
+
+
+@pytest.fixture(params=["arrays", "values"])
+def writer(request, monkeypatch):
+    """Both ways ``_upsert`` writes: PostgreSQL's binary arrays, and the multi-row ``VALUES``
+    other databases (SQLite in development) use, run here on PostgreSQL."""
+    if request.param == "values":
+        monkeypatch.setattr(services, "_insert_arrays", services._insert_values)
+    return request.param
+
+
+NOTHING = {"created": 0, "updated": 0, "removed": 0}
+
+
+def ingest_events() -> int:
+    return AuditEvent.objects.filter(kind=AuditKind.STATE_INGESTED).count()
+
+
+def test_the_same_body_twice_is_audited_once_and_the_second_changes_nothing(
+    demo_partition, operator, writer
+):
+    first = operator.post(STATE, state_body(), format="json").json()
+    before = snapshot()
+    nodes_stamped = list(Node.objects.order_by("name").values_list("updated_at", flat=True))
+    second = operator.post(STATE, state_body(), format="json").json()
+    assert ingest_events() == 1
+    assert first["changed"]["allocations"] == {"created": 5, "updated": 0, "removed": 0}
+    assert second["changed"] == dict.fromkeys(services.KINDS, NOTHING)
+    assert (second["nodes"], second["allocations"]) == (2, 5)  # what the body held
+    assert snapshot() == before
+    assert list(Node.objects.order_by("name").values_list("updated_at", flat=True)) == (
+        nodes_stamped
+    )
+
+
+def test_an_empty_body_changes_nothing_and_is_not_audited(demo_partition, operator, writer):
+    for body in ({}, {"nodes": [], "allocations": [], "remove": {}}):
+        response = operator.post(STATE, body, format="json")
+        assert response.status_code == 200
+        assert not any(any(c.values()) for c in response.json()["changed"].values())
+    assert ingest_events() == 0
+
+
+def test_a_changed_allocation_is_one_more_event_with_what_changed(loaded, operator, writer):
+    body = state_body()
+    body["allocations"][2]["priority"] = 9
+    body["nodes"][1]["schedulable"] = True
+    body["budgets"][0]["allowed_disruptions"] = 2
+    body["asks"][0]["resources"] = {"memory": "21Gi"}
+    body["allocations"].append(alloc("new-1", "root.prod.web", app="shop"))
+    response = operator.post(STATE, body, format="json")
+    changed = response.json()["changed"]
+    assert changed == {
+        "nodes": {"created": 0, "updated": 1, "removed": 0},
+        "applications": NOTHING,
+        "allocations": {"created": 1, "updated": 1, "removed": 0},
+        "asks": {"created": 0, "updated": 1, "removed": 0},
+        "budgets": {"created": 0, "updated": 1, "removed": 0},
+    }
+    assert ingest_events() == 2
+    event = AuditEvent.objects.filter(kind=AuditKind.STATE_INGESTED).first()
+    assert event.data["changed"] == changed
+    assert "allocations 1 created, 1 updated" in event.summary
+    assert Allocation.objects.get(external_id="nlp-1").priority == 9
+    assert Node.objects.get(name="n2").schedulable is True
+    assert DisruptionBudget.objects.get().allowed_disruptions == 2
+    assert Ask.objects.get(external_id="ask-1").resources == {"memory": 21 * GI}
+
+
+def test_removals_are_counted_and_audited(loaded, operator, writer):
+    body = {"remove": {"allocations": [POD_A, POD_B, "nope"], "nodes": ["n9"]}}
+    changed = operator.post(STATE, body, format="json").json()["changed"]
+    assert changed["allocations"] == {"created": 0, "updated": 0, "removed": 2}
+    assert changed["applications"] == {"created": 0, "updated": 0, "removed": 1}  # train
+    assert ingest_events() == 2
+    operator.post(STATE, body, format="json")  # nothing left to remove
+    assert ingest_events() == 2
+
+
+def test_state_and_node_the_product_set_survive_a_push_that_does_not_name_them(
+    loaded, operator, writer
+):
+    """A victim stays preempting and a reserved ask keeps its node when the agent's report says
+    nothing about them, even when other fields of the same rows change."""
+    Allocation.objects.filter(external_id="nlp-1").update(state="preempting")
+    Ask.objects.filter(external_id="ask-1").update(node="n2")
+    body = state_body()
+    body["allocations"][2]["priority"] = 5
+    body["asks"][0]["priority"] = 5
+    changed = operator.post(STATE, body, format="json").json()["changed"]
+    assert changed["allocations"]["updated"] == changed["asks"]["updated"] == 1
+    nlp = Allocation.objects.get(external_id="nlp-1")
+    assert (nlp.state, nlp.priority) == ("preempting", 5)
+    assert Ask.objects.get(external_id="ask-1").node == "n2"
+
+
+def test_a_state_the_body_names_replaces_the_stored_one_and_is_stamped(loaded, operator, writer):
+    stamped = Allocation.objects.get(external_id="web-1").state_changed_at
+    body = state_body()
+    body["allocations"][3]["state"] = "running"
+    assert operator.post(STATE, body, format="json").json()["changed"]["allocations"] == {
+        "created": 0, "updated": 1, "removed": 0,
+    }  # fmt: skip
+    web = Allocation.objects.get(external_id="web-1")
+    assert web.state == "running" and web.state_changed_at > stamped
+    unchanged = Allocation.objects.get(external_id="nlp-1").state_changed_at
+    body["allocations"][2]["state"] = "running"  # as stored: no change, no new stamp
+    operator.post(STATE, body, format="json")
+    assert Allocation.objects.get(external_id="nlp-1").state_changed_at == unchanged
+
+
+def test_an_application_moved_to_another_queue_is_updated(loaded, operator, writer):
+    body = {"asks": [{"id": "ask-9", "queue": "root.batch.nightly", "app": "etl", "user": "bo"}]}
+    changed = operator.post(STATE, body, format="json").json()["changed"]
+    assert changed["applications"] == {"created": 0, "updated": 1, "removed": 0}
+    assert Application.objects.get(external_id="etl").user == "bo"
 
 
 def test_5000_allocations_are_ingested_in_one_request(demo_partition, operator):

@@ -11,6 +11,8 @@ is checked by ``ingest_cluster_state`` itself, which reports every problem with 
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -23,6 +25,14 @@ from scheduler_admin.cluster.models import (
     AskState,
     DisruptionBudget,
     Node,
+)
+from scheduler_admin.limits import (
+    CLUSTER_ID_MAX_LENGTH,
+    CLUSTER_USER_MAX_LENGTH,
+    INT32_MAX,
+    INT32_MIN,
+    POSITIVE_INT_MAX,
+    QUEUE_PATH_MAX_LENGTH,
 )
 
 
@@ -46,6 +56,9 @@ class OptionalTextField(serializers.CharField):
 
 class NodeSerializer(serializers.ModelSerializer):
     capacity = ResourcesField(read_only=True)
+    updated_at = serializers.DateTimeField(
+        read_only=True, help_text="When a push last created or changed the node."
+    )
 
     class Meta:
         model = Node
@@ -123,28 +136,55 @@ class BudgetSerializer(serializers.ModelSerializer):
 # --------------------------------------------------------------------------------------------
 
 
+def _id(**kwargs: Any) -> serializers.CharField:
+    """An id or name of a cluster object, as long as its column (``limits``)."""
+    return serializers.CharField(max_length=CLUSTER_ID_MAX_LENGTH, **kwargs)
+
+
+def _optional_id(**kwargs: Any) -> serializers.CharField:
+    return _id(required=False, allow_null=True, allow_blank=True, **kwargs)
+
+
+def _queue(**kwargs: Any) -> serializers.CharField:
+    return serializers.CharField(
+        max_length=QUEUE_PATH_MAX_LENGTH, help_text="A leaf queue of the partition.", **kwargs
+    )
+
+
+def _user() -> serializers.CharField:
+    return serializers.CharField(
+        max_length=CLUSTER_USER_MAX_LENGTH, required=False, allow_null=True, allow_blank=True
+    )
+
+
+def _priority() -> serializers.IntegerField:
+    return serializers.IntegerField(
+        required=False, default=0, min_value=INT32_MIN, max_value=INT32_MAX
+    )
+
+
 class ClusterStateNodeSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=253)
+    name = _id()
     capacity = QuantitiesField(required=False)
     schedulable = serializers.BooleanField(required=False, default=True)
 
 
 class ClusterStateAllocationSerializer(serializers.Serializer):
-    id = serializers.CharField(max_length=253)
-    queue = serializers.CharField(help_text="A leaf queue of the partition.")
-    app = serializers.CharField(required=False, help_text="Application id; defaults to `id`.")
-    user = serializers.CharField(required=False)
-    node = serializers.CharField(help_text="A known node, or one in this body.")
+    id = _id()
+    queue = _queue()
+    app = _optional_id(help_text="Application id; defaults to `id`.")
+    user = _user()
+    node = _id(help_text="A known node, or one in this body.")
     resources = QuantitiesField(required=False)
-    priority = serializers.IntegerField(required=False, default=0)
+    priority = _priority()
     allow_preemption = serializers.BooleanField(required=False, default=True)
     originator = serializers.BooleanField(required=False, default=False)
-    required_node = serializers.CharField(required=False, allow_null=True, help_text="DaemonSet.")
-    job = serializers.CharField(required=False, allow_null=True)
+    required_node = _optional_id(help_text="DaemonSet.")
+    job = _optional_id()
     qos = serializers.ChoiceField(
         choices=["Guaranteed", "Burstable", "BestEffort"], required=False, allow_null=True
     )
-    pdb = serializers.CharField(required=False, allow_null=True)
+    pdb = _optional_id()
     created_at = serializers.DateTimeField(required=False)
     state = serializers.ChoiceField(
         choices=AllocationState.values,
@@ -155,36 +195,36 @@ class ClusterStateAllocationSerializer(serializers.Serializer):
 
 
 class ClusterStateAskSerializer(serializers.Serializer):
-    id = serializers.CharField(max_length=253)
-    queue = serializers.CharField(help_text="A leaf queue of the partition.")
-    app = serializers.CharField(required=False, help_text="Application id; defaults to `id`.")
-    user = serializers.CharField(required=False)
+    id = _id()
+    queue = _queue()
+    app = _optional_id(help_text="Application id; defaults to `id`.")
+    user = _user()
     resources = QuantitiesField(required=False)
-    priority = serializers.IntegerField(required=False, default=0)
+    priority = _priority()
     allow_preemption = serializers.BooleanField(required=False, default=True)
     preemption_policy = serializers.ChoiceField(
         choices=["PreemptLowerPriority", "Never"], required=False
     )
-    required_node = serializers.CharField(required=False, allow_null=True)
-    job = serializers.CharField(required=False, allow_null=True)
+    required_node = _optional_id()
+    job = _optional_id()
     created_at = serializers.DateTimeField(required=False)
     state = serializers.ChoiceField(choices=AskState.values, required=False)
-    node = serializers.CharField(
-        required=False,
-        allow_null=True,
-        help_text="Reserved or nominated node; omitted keeps the one the product set.",
+    node = _optional_id(
+        help_text="Reserved or nominated node; omitted keeps the one the product set."
     )
 
 
 class ClusterStateBudgetSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=253)
-    allowed_disruptions = serializers.IntegerField(min_value=0, required=False, default=0)
+    name = _id()
+    allowed_disruptions = serializers.IntegerField(
+        min_value=0, max_value=POSITIVE_INT_MAX, required=False, default=0
+    )
 
 
 class ClusterStateRemoveSerializer(serializers.Serializer):
-    nodes = serializers.ListField(child=serializers.CharField(), required=False)
-    allocations = serializers.ListField(child=serializers.CharField(), required=False)
-    asks = serializers.ListField(child=serializers.CharField(), required=False)
+    nodes = serializers.ListField(child=_id(), required=False)
+    allocations = serializers.ListField(child=_id(), required=False)
+    asks = serializers.ListField(child=_id(), required=False)
 
 
 class ClusterStateSerializer(serializers.Serializer):
@@ -203,11 +243,32 @@ class RemovedCountsSerializer(serializers.Serializer):
     asks = serializers.IntegerField()
 
 
-class IngestResultSerializer(serializers.Serializer):
-    """How many items of each kind the body upserted, and how many rows it removed."""
+class ChangeCountsSerializer(serializers.Serializer):
+    created = serializers.IntegerField(help_text="Rows that did not exist.")
+    updated = serializers.IntegerField(help_text="Stored rows that differed from the body.")
+    removed = serializers.IntegerField(help_text="Rows deleted.")
 
-    nodes = serializers.IntegerField()
-    allocations = serializers.IntegerField()
-    asks = serializers.IntegerField()
-    budgets = serializers.IntegerField()
+
+class ChangedSerializer(serializers.Serializer):
+    """Per kind, the rows the push created, updated and removed; all zero when it changed
+    nothing (then no audit event is recorded)."""
+
+    nodes = ChangeCountsSerializer()
+    applications = ChangeCountsSerializer(
+        help_text="Created with their first task or ask, removed with their last."
+    )
+    allocations = ChangeCountsSerializer()
+    asks = ChangeCountsSerializer()
+    budgets = ChangeCountsSerializer()
+
+
+class IngestResultSerializer(serializers.Serializer):
+    """How many items of each kind the body held, how many rows its removals deleted, and what
+    it changed."""
+
+    nodes = serializers.IntegerField(help_text="Nodes in the body.")
+    allocations = serializers.IntegerField(help_text="Allocations in the body.")
+    asks = serializers.IntegerField(help_text="Asks in the body.")
+    budgets = serializers.IntegerField(help_text="Disruption budgets in the body.")
     removed = RemovedCountsSerializer()
+    changed = ChangedSerializer()

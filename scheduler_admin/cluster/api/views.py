@@ -7,13 +7,12 @@ Views declare (queryset, serializer, filterset); the one write calls
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from itertools import islice
 from typing import Any
 
 from django.db.models import Count
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema
+from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -29,7 +28,7 @@ from scheduler_admin.api.views import (
 from scheduler_admin.cluster import filtersets
 from scheduler_admin.cluster.api import serializers
 from scheduler_admin.cluster.models import Allocation, Application, Ask, DisruptionBudget, Node
-from scheduler_admin.cluster.services import IngestErrors, ingest_cluster_state
+from scheduler_admin.cluster.services import ingest_cluster_state
 
 
 @document_reads("node", serializers.NodeSerializer)
@@ -85,33 +84,15 @@ class BudgetViewSet(PartitionReadOnlyViewSet):
     ordering = ["name"]
 
 
-def _nul_paths(value: object, path: str = "") -> Iterator[str]:
-    """Field paths (service style: ``allocations[3].id``) of text holding a NUL character."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            yield path or "non_field_errors"
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            inner = f"{path}.{key}" if path else str(key)
-            if "\x00" in str(key):
-                yield inner
-            yield from _nul_paths(item, inner)
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from _nul_paths(item, f"{path}[{index}]")
-
-
-class NulFreeJSONParser(JSONParser):
-    """JSON whose text holds no NUL character (JSON allows ``\\u0000``; PostgreSQL text and jsonb
-    do not, so it would fail as a 500 on write). Refused as a 400 with the field paths, like the
-    service's own checks; ``ingest_cluster_state`` could take this over."""
+class ClusterStateJSONParser(JSONParser):
+    """DRF's JSON parser, with nesting too deep for Python's decoder (``[[[[...``) refused as
+    a 400 like any other malformed JSON instead of a ``RecursionError`` (a 500)."""
 
     def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        data = super().parse(stream, media_type, parser_context)
-        paths = list(islice(_nul_paths(data), 100))
-        if paths:
-            raise IngestErrors({path: ["must not contain NUL characters"] for path in paths})
-        return data
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise ParseError("JSON parse error - the document is nested too deeply") from None
 
 
 class ClosedBodySchema(AutoSchema):
@@ -130,11 +111,16 @@ class ClusterStateView(PartitionScoped, APIView):
     removals of nodes, applications, allocations, asks and disruption budgets.
 
     The body is handed to the service untouched: it checks everything first (every problem with
-    its path) and writes nothing unless the whole body is valid. JSON only.
+    its path) and writes nothing unless the whole body is valid. JSON only. The answer counts
+    the body's items, the rows its removals deleted and, under ``changed``, what it changed;
+    a push that changes nothing writes nothing (not even an audit event).
     """
 
     write_role = OPERATOR
-    parser_classes = [NulFreeJSONParser]
+    # JSON only. NUL characters, lone surrogates, out-of-range numbers and over-long text are
+    # refused by the service's checker with their paths (it serves the CLI and the simulator
+    # too, so it cannot count on a parser having looked first).
+    parser_classes = [ClusterStateJSONParser]
     schema = ClosedBodySchema()
 
     @extend_schema(
@@ -142,7 +128,9 @@ class ClusterStateView(PartitionScoped, APIView):
         description=(
             "Upserts by id (nodes and budgets by name) and removals, all or nothing. Items use "
             "the scenario files' field names and defaults; applications are created from "
-            "`app`/`queue`. Sending the same body twice changes nothing."
+            "`app`/`queue`. Sending the same body twice changes nothing: only new or changed rows "
+            "are written, `changed` counts them, and a push that changes nothing records no "
+            "audit event."
         ),
         request=serializers.ClusterStateSerializer,
         responses={200: serializers.IngestResultSerializer, **WRITE_ERRORS},

@@ -34,6 +34,10 @@ class Command(BaseCommand):
             raise CommandError(f"{source}: cannot read ({exc.strerror})") from None
         except json.JSONDecodeError as exc:
             raise CommandError(f"{source}: not JSON (line {exc.lineno}: {exc.msg})") from None
+        except UnicodeDecodeError as exc:
+            raise CommandError(f"{source}: not UTF-8 text (byte {exc.start})") from None
+        except RecursionError:
+            raise CommandError(f"{source}: not JSON (nested too deeply)") from None
         partition = Partition.objects.filter(name=options["partition"]).first()
         if partition is None:
             raise CommandError(f"--partition: no partition {options['partition']!r}")
