@@ -28,6 +28,9 @@ AUDIT_OBJECT_ID_MAX_LENGTH = CLUSTER_ID_MAX_LENGTH
 RESOURCE_NAME_MAX_LENGTH = 253 + 1 + 63
 #: Who acknowledged an eviction and how: a user name and the channel, ``"ann (api)"``.
 ACKNOWLEDGED_BY_MAX_LENGTH = USERNAME_MAX_LENGTH + 32
+#: A Celery worker's node name (``celery@host``), as recorded on runs and heartbeats. Names
+#: are the operator's choice and may be longer: they are cut to fit, never refused.
+WORKER_NAME_MAX_LENGTH = 200
 #: A change comment.
 COMMENT_MAX_LENGTH = 2000
 #: A queue property key or value.

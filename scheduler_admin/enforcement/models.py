@@ -19,6 +19,7 @@ from scheduler_admin.limits import (
     ACKNOWLEDGED_BY_MAX_LENGTH,
     CLUSTER_ID_MAX_LENGTH,
     QUEUE_PATH_MAX_LENGTH,
+    WORKER_NAME_MAX_LENGTH,
 )
 from scheduler_admin.queues.models import Partition
 
@@ -122,7 +123,7 @@ class PreemptionRun(models.Model):
     fence_token = models.BigIntegerField(default=0)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     attempt = models.PositiveIntegerField(default=0)
-    worker = models.CharField(max_length=200, blank=True)
+    worker = models.CharField(max_length=WORKER_NAME_MAX_LENGTH, blank=True)
     created_at = models.DateTimeField()
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

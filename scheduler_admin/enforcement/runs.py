@@ -63,6 +63,7 @@ from scheduler_admin.enforcement.models import (
     TimerStatus,
 )
 from scheduler_admin.enforcement.timers import as_engine_timer, record_timer_event
+from scheduler_admin.limits import WORKER_NAME_MAX_LENGTH
 from scheduler_admin.queues.models import Partition
 
 logger = logging.getLogger(__name__)
@@ -505,6 +506,7 @@ def claim_run(run_id: int, *, worker: str, now: datetime | None = None) -> int |
     value with a fresh lease. Returns the token, or None when the run is finished or another
     worker holds a live lease on it."""
     now = now or timezone.now()
+    worker = worker[:WORKER_NAME_MAX_LENGTH]
     with transaction.atomic():
         run = (
             PreemptionRun.objects.select_for_update()

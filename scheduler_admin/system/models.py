@@ -2,6 +2,8 @@
 
 from django.db import models
 
+from scheduler_admin.limits import WORKER_NAME_MAX_LENGTH
+
 
 class WorkerHeartbeat(models.Model):
     """Last time a worker ran the beat-scheduled heartbeat task.
@@ -10,7 +12,7 @@ class WorkerHeartbeat(models.Model):
     the task, the broker delivered it and a worker ran it against the database.
     """
 
-    worker = models.CharField(max_length=200, unique=True)
+    worker = models.CharField(max_length=WORKER_NAME_MAX_LENGTH, unique=True)
     last_seen = models.DateTimeField()
 
     class Meta:

@@ -88,6 +88,32 @@ def test_two_pushes_of_the_same_new_rows_both_succeed_and_count_each_row_once(pa
     assert Application.objects.count() == TASKS // 10 * ROUNDS
 
 
+def test_removing_an_apps_last_tasks_while_another_push_adds_one_keeps_the_new_task(partition):
+    """One push removes every task of some applications (which then go too); another, at the
+    same instant, adds a task to each of them. Either order is fine: the added tasks survive
+    with their application, and neither push fails (a foreign-key error or a deadlock)."""
+    ingest_cluster_state(partition, body(0), actor=None)
+    for round_ in range(ROUNDS):
+        apps = range(round_ * 5, round_ * 5 + 5)
+        removed = [f"r0-pod-{i:04}" for i in range(TASKS) if i // 10 in apps]
+        added = [
+            {"id": f"late-{round_}-{app}", "queue": "root.prod.web", "node": "n1",
+             "app": f"r0-app-{app}", "resources": {"memory": "1Gi"}}
+            for app in apps
+        ]  # fmt: skip
+        results = race(
+            lambda removed=removed: ingest_cluster_state(
+                partition, {"remove": {"allocations": removed}}, actor=None
+            ),
+            lambda added=added: ingest_cluster_state(partition, {"allocations": added}, actor=None),
+        )
+        assert all(isinstance(result, IngestResult) for result in results), results
+        for item in added:
+            task = Allocation.objects.select_related("application").get(external_id=item["id"])
+            assert task.application.external_id == item["app"]
+        assert not Allocation.objects.filter(external_id__in=removed).exists()
+
+
 def test_a_victim_marked_preempting_during_a_push_stays_preempting(partition):
     """The push changes every task's priority but names no state; the enforcement marks half of
     them preempting at the same moment. Whatever the interleaving, no victim is set back."""
