@@ -57,6 +57,7 @@ from scheduler_admin.enforcement.models import (
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
 from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from tests.api.conftest import client_for
 from tests.support.processes import (
     ManagedProcess,
     describe,
@@ -402,6 +403,43 @@ def test_a_pure_increase_before_the_deadline_cancels_the_timer_and_nothing_runs(
     assert not PreemptionRun.objects.exists()
     assert set(QuotaTimer.objects.values_list("status", flat=True)) == {TimerStatus.CANCELLED}
     assert not Allocation.objects.exclude(state=AllocationState.RUNNING).exists()
+
+
+def test_victims_with_the_longest_ids_the_api_accepts_are_preempted_and_audited_in_full(
+    live: LiveLoop,
+) -> None:
+    """Kubernetes names reach 253 characters, and so may every id ``cluster-state`` accepts:
+    such tasks, pushed over the REST API, are preempted by the real worker, and their eviction
+    orders and audit events carry the whole id (a column shorter than the edge's limit made the
+    run fail on every retry and block its queue for ever)."""
+    make_partition(team_config("1s"), [])
+    operator = client_for("operator")
+    long_ids = [f"{n}-" + "x" * 251 for n in range(3)]
+    pushed = operator.post(
+        f"/api/v1/partitions/{PARTITION}/cluster-state",
+        {
+            "allocations": [
+                {**task(long_id, "root.team.b", 40, n), "app": "a" * 253, "job": "j" * 253,
+                 "user": "u" * 253, "pdb": "p" * 253}
+                for n, long_id in enumerate(long_ids)
+            ]
+        },
+        format="json",
+    )  # fmt: skip
+    assert pushed.status_code == 200, pushed.content
+    assert all(len(long_id) == 253 for long_id in long_ids)
+    live.worker("worker")
+    live.beat()
+
+    set_max("root.team", 50)  # 120G running: the two newest tasks go
+    run = wait_for_finished_run(live, pending_timer("root.team"), 1 + SWEEP_PERIOD + SLACK + 10)
+    assert run.outcome == "complete" and run.error == ""
+    assert victims_of(run) == [long_ids[2], long_ids[1]]
+    assert sorted(EvictionOrder.objects.values_list("allocation_id", flat=True)) == sorted(
+        long_ids[1:]
+    )
+    preempted = AuditEvent.objects.filter(kind=AuditKind.VICTIM_PREEMPTED)
+    assert sorted(preempted.values_list("object_id", flat=True)) == sorted(long_ids[1:])
 
 
 # --- 2. Timers survive restarts -------------------------------------------------------------------
