@@ -184,7 +184,7 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_PAGINATION_CLASS": "scheduler_admin.api.pagination.StandardPagination",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "scheduler_admin.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "scheduler_admin.api.errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["scheduler_admin.api.throttling.WriteRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {

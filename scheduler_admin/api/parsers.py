@@ -20,6 +20,7 @@ these (the cluster-state push) are checked by ``scheduler_admin.middleware`` wit
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -48,10 +49,41 @@ def load_json(raw: bytes) -> Any:
         raise InvalidBody({"body": [_too_deep()]}) from None
     except ValueError as exc:
         raise InvalidBody({"body": [_syntax_message(exc)]}) from None
-    problems = value_problems(data)
-    if problems:
-        raise InvalidBody(problems)
+    # The full walk builds a path per value, seconds for a 50k-allocation push: it runs only
+    # when the body can hold a problem. NUL and surrogates reach a string only through a \u
+    # escape (raw control characters and invalid UTF-8 are syntax errors), and depth is
+    # measured first without paths.
+    if _SUSPICIOUS_ESCAPE.search(raw) or _deeper_than(data, limits.DOCUMENT_MAX_DEPTH):
+        problems = value_problems(data)
+        if problems:
+            raise InvalidBody(problems)
     return data
+
+
+#: A \u escape that may decode to NUL or to a surrogate (a valid pair is a false alarm).
+_SUSPICIOUS_ESCAPE = re.compile(rb"\\u(?:0000|[dD][89a-fA-F])")
+
+
+def _deeper_than(data: Any, limit: int) -> bool:
+    """True when lists and objects nest deeper than ``limit``: one level at a time, by exact
+    type (``json.loads`` builds plain dicts and lists; ``type() in`` is several times faster
+    than ``isinstance`` with a union on a 50k-allocation push)."""
+    level = [data] if type(data) in _CONTAINERS else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        level = [
+            value
+            for container in level
+            for value in (container.values() if type(container) is dict else container)
+            if type(value) in _CONTAINERS
+        ]
+    return False
+
+
+_CONTAINERS = (dict, list)
 
 
 def value_problems(data: Any) -> dict[str, list[str]]:

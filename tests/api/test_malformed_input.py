@@ -19,8 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.cache import cache
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -32,6 +30,7 @@ from scheduler_admin.cluster.models import Allocation, Ask, Node
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
+from tests.api.conftest import role_client
 from tests.support.console import NIGHTLY, import_demo, nightly_tasks
 
 pytestmark = pytest.mark.django_db
@@ -565,14 +564,7 @@ def ctx(db) -> Context:
 
 def api_client(role: str | None) -> APIClient:
     """A client with a token of the user holding ``role`` (created once; None: anonymous)."""
-    client = APIClient()
-    if role is None:
-        return client
-    user, _ = get_user_model().objects.get_or_create(username=f"corpus-{role}")
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
-    return client
+    return role_client(role)
 
 
 def snapshot() -> dict[str, Any]:
@@ -686,3 +678,30 @@ def test_the_corpus_is_large():
         )
     )  # fmt: skip
     assert count >= 200
+
+
+def test_options_on_every_endpoint_answers_without_a_server_error(ctx):
+    """DRF's metadata once instantiated a view's serializer for OPTIONS, a 500 on the queue
+    list (which declares its bodies per method)."""
+    urls = [
+        "/api/v1/partitions/", f"{API}/", f"{API}/queues/", QUEUE, f"{API}/config",
+        f"{API}/config.yaml", f"{API}/config/validate", f"{API}/revisions/",
+        f"{API}/revisions/1/", f"{API}/revisions/1/revert", f"{API}/simulate",
+        f"{API}/cluster-state", f"{API}/nodes/", f"{API}/allocations/", f"{API}/timers/",
+        f"{API}/timers/{ctx.timer_id}/cancel", f"{API}/evictions/", "/api/v1/runs/",
+        "/api/v1/audit/", TOKEN,
+    ]  # fmt: skip
+    for role in ("admin", "viewer"):
+        client = api_client(role)
+        for url in urls:
+            response = client.options(url)
+            assert response.status_code in {200, 403, 404, 405}, (role, url, response.content)
+
+
+def test_the_json_renderer_never_fails_on_text_it_cannot_encode():
+    """A last line of defence: an unpaired surrogate that reached a response is escaped."""
+    from scheduler_admin.api.renderers import SafeJSONRenderer
+
+    body = SafeJSONRenderer().render({"errors": {"a\ud800": ["b\udfff"], "ok": ["café"]}})
+    assert json.loads(body) == {"errors": {"a\ud800": ["b\udfff"], "ok": ["café"]}}
+    assert SafeJSONRenderer().render({"name": "café"}) == '{"name":"café"}'.encode()

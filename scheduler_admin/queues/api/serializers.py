@@ -27,8 +27,10 @@ VERSION = {"min_value": 1, "max_value": limits.POSITIVE_INT_MAX}
 COMMENT_HELP = "Why the change is made; kept in the config history."
 
 
-def version_field(*, help_text: str = "The version you read (or send it as If-Match).") -> Any:
-    return serializers.IntegerField(required=False, help_text=help_text, **VERSION)
+def version_field(
+    *, required: bool = False, help_text: str = "The version you read (or send it as If-Match)."
+) -> Any:
+    return serializers.IntegerField(required=required, help_text=help_text, **VERSION)
 
 
 @extend_schema_field(
@@ -93,6 +95,15 @@ class QueuePatchSerializer(serializers.Serializer):
     comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
 
 
+class QueuePatchBodySerializer(QueuePatchSerializer):
+    """The documented body of a queue PATCH: ``version`` is required (the view also takes it
+    from ``If-Match`` instead, and refuses a PATCH with neither)."""
+
+    version = version_field(
+        required=True, help_text="The queue version you read (or send it as If-Match)."
+    )
+
+
 class QueueCreateSerializer(serializers.Serializer):
     parent = serializers.CharField(max_length=limits.QUEUE_PATH_MAX_LENGTH)
     name = serializers.CharField(max_length=limits.QUEUE_NAME_MAX_LENGTH)
@@ -116,6 +127,14 @@ class QueueDeleteSerializer(CommentSerializer):
 
     version = version_field(help_text="The queue version you read; required unless sent as "
                                       "If-Match.")  # fmt: skip
+
+
+class QueueDeleteBodySerializer(QueueDeleteSerializer):
+    """The documented body of a queue DELETE: ``version`` is required (or ``If-Match``)."""
+
+    version = version_field(
+        required=True, help_text="The queue version you read (or send it as If-Match)."
+    )
 
 
 class RevertSerializer(CommentSerializer):
@@ -212,6 +231,16 @@ class ConfigSerializer(serializers.Serializer):
                 )
             )
         return PartitionConfig(settings=settings, queues=tuple(queues))
+
+
+class ConfigPutBodySerializer(ConfigSerializer):
+    """The documented body of a config PUT: ``version`` and a ``comment`` are required to save
+    (``version`` may come as ``If-Match`` instead; ``?dry_run=true`` needs neither)."""
+
+    version = version_field(
+        required=True, help_text="The partition version you read (or send it as If-Match)."
+    )
+    comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
 
 
 def config_to_json(config: PartitionConfig, version: int) -> dict[str, Any]:

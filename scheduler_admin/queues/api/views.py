@@ -44,11 +44,14 @@ from scheduler_admin.enforcement.previews import (
 )
 from scheduler_admin.queues import services
 from scheduler_admin.queues.api.serializers import (
+    ConfigPutBodySerializer,
     ConfigSerializer,
     PartitionPatchSerializer,
     PartitionSerializer,
     QueueCreateSerializer,
+    QueueDeleteBodySerializer,
     QueueDeleteSerializer,
+    QueuePatchBodySerializer,
     QueuePatchSerializer,
     RevertSerializer,
     RevertUnchangedSerializer,
@@ -262,7 +265,7 @@ class QueueDetail(APIView):
         return with_etag(Response(row), "queue", path, row["version"])
 
     @extend_schema(
-        request=QueuePatchSerializer,
+        request=QueuePatchBodySerializer,
         parameters=[DRY_RUN, IF_MATCH],
         responses={200: QueueRowSerializer, 409: OpenApiTypes.OBJECT},
     )
@@ -291,7 +294,7 @@ class QueueDetail(APIView):
         row = self._row(obj, path)
         return with_etag(Response(row), "queue", path, row["version"])
 
-    @extend_schema(request=QueueDeleteSerializer, parameters=[IF_MATCH], responses={204: None})
+    @extend_schema(request=QueueDeleteBodySerializer, parameters=[IF_MATCH], responses={204: None})
     def delete(self, request: Request, partition: str, path: str) -> Response:
         obj = _partition(partition)
         body = QueueDeleteSerializer(data=request.data)
@@ -343,7 +346,11 @@ class ConfigView(APIView):
         response = Response(config_to_json(obj.current_config(), obj.version))
         return with_etag(response, "config", obj.name, obj.version)
 
-    @extend_schema(request=ConfigSerializer, parameters=[DRY_RUN], responses=ConfigSerializer)
+    @extend_schema(
+        request=ConfigPutBodySerializer,
+        parameters=[DRY_RUN, IF_MATCH],
+        responses=ConfigSerializer,
+    )
     def put(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
         body = ConfigSerializer(data=request.data)
