@@ -13,7 +13,9 @@ the path is unambiguous.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,6 +29,84 @@ PROPERTY_QUOTA_DELAY = "quota.preemption.delay"
 
 #: Version of the snapshot layout, stored in every snapshot so old revisions stay readable.
 SNAPSHOT_FORMAT = 1
+
+# Limits of what a config may hold. They mirror ``scheduler_admin.limits`` (the engine imports
+# nothing of Django; ``tests/unit/test_config_limits.py`` checks that the two agree), so a config
+# that validates here always fits the columns it is stored in.
+
+#: Longest queue path (``root.a.b``): the ``path`` column's length.
+QUEUE_PATH_MAX_LENGTH = 1024
+#: Longest property key or value.
+PROPERTY_MAX_LENGTH = 256
+#: Longest resource name (a Kubernetes qualified name).
+RESOURCE_NAME_MAX_LENGTH = 253
+#: Deepest nesting of lists and mappings in a kept YuniKorn value (``extra``), and in any JSON or
+#: YAML document the product reads: deeper documents are refused before anything walks them.
+DOCUMENT_MAX_DEPTH = 64
+
+#: What PostgreSQL text and jsonb cannot hold: NUL, and UTF-16 surrogates, which in a Python
+#: string are always unpaired (a valid pair decodes to one code point) and cannot be encoded.
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be stored, or None when it can."""
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "must not contain NUL characters"
+    return "must not contain unpaired surrogates (not valid Unicode)"
+
+
+def shown(text: str) -> str:
+    """``text`` with NUL and surrogates written as ``\\u`` escapes, safe to put in a message
+    or a field path (an unpaired surrogate cannot be encoded in a response or a page)."""
+    return _UNSTORABLE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def plain_data_problems(value: Any, at: str) -> Iterator[tuple[str, str]]:
+    """``(location, message)`` for everything in ``value`` that is not storable JSON data:
+    types other than null, bool, int, finite float, str, list and str-keyed mapping; text
+    holding NUL or surrogates (keys too); nesting deeper than ``DOCUMENT_MAX_DEPTH``.
+
+    Iterative, so a hostile depth cannot exhaust the interpreter's stack while it is checked.
+    """
+    stack: list[tuple[Any, str, int]] = [(value, at, 1)]
+    while stack:
+        item, where, depth = stack.pop()
+        if isinstance(item, str):
+            problem = text_problem(item)
+            if problem:
+                yield where, problem
+        elif isinstance(item, float) and not math.isfinite(item):
+            yield where, f"{item} is not a number JSON can store"
+        elif item is None or isinstance(item, bool | int | float):
+            continue
+        elif depth > DOCUMENT_MAX_DEPTH:
+            yield where, f"nested deeper than {DOCUMENT_MAX_DEPTH} levels"
+        elif isinstance(item, list | tuple):
+            stack.extend((child, f"{where}[{i}]", depth + 1) for i, child in enumerate(item))
+        elif isinstance(item, Mapping):
+            for key, child in item.items():
+                if not isinstance(key, str):
+                    yield f"{where}.{_quote_key(key)}", "keys must be strings"
+                    continue
+                inner = f"{where}.{shown(key)}"
+                problem = text_problem(key)
+                if problem:
+                    yield inner, f"the key {problem}"
+                stack.append((child, inner, depth + 1))
+        else:
+            yield where, f"unsupported value of type {type(item).__name__}"
+
+
+def _quote_key(key: object) -> str:
+    """A short ``repr`` of a non-text key (``repr`` of an int past 4300 digits raises)."""
+    if isinstance(key, int) and key.bit_length() > 256:
+        return "<a very large integer>"
+    text = repr(key)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 @dataclass(frozen=True)

@@ -12,15 +12,17 @@ import re
 
 __all__ = ["MAX_DURATION", "DurationError", "format_duration", "parse_duration"]
 
-MAX_DURATION = 2**63 - 1
-"""Largest accepted number of seconds: the int64 range, like resource quantities."""
+MAX_DURATION = 2**31 - 1
+"""Largest accepted number of seconds (about 68 years): delays are stored in PostgreSQL
+``integer`` columns and added to timestamps, so a longer one would overflow the column or the
+date arithmetic. It mirrors ``scheduler_admin.limits.DURATION_MAX_SECONDS``."""
 
 _UNIT_SECONDS: dict[str, int] = {"h": 3600, "m": 60, "s": 1}
 """Accepted units in the order they must appear."""
 
 _SUB_SECOND_UNITS = frozenset({"ms", "us", "µs", "μs", "ns"})
 _MAX_PART_DIGITS = 19
-"""Longest number accepted in one part; longer ones exceed ``MAX_DURATION`` anyway."""
+"""Longest number converted in one part; longer ones exceed ``MAX_DURATION`` anyway."""
 
 _DIGITS_RE = re.compile(r"[0-9]+")
 # One "<int><unit>" part. The unit is any run of non-digits so that unknown or badly spaced
@@ -28,6 +30,7 @@ _DIGITS_RE = re.compile(r"[0-9]+")
 _PART_RE = re.compile(r"([0-9]+)([^0-9]*)")
 _MAX_QUOTE = 80
 """Longest quoted input in an error message."""
+_MAXIMUM = f"maximum is {MAX_DURATION} seconds, about 68 years"
 
 
 class DurationError(ValueError):
@@ -117,9 +120,7 @@ def _sum_parts(stripped: str, text: str, field: str) -> int:
 def _to_int(digits: str, text: str, field: str) -> int:
     """Convert a digit string, refusing huge ones before ``int()`` has to deal with them."""
     if len(digits.lstrip("0")) > _MAX_PART_DIGITS:
-        raise DurationError(
-            field, f"{_quote(text)} is too large (maximum is {MAX_DURATION} seconds)"
-        )
+        raise DurationError(field, f"{_quote(text)} is too large ({_MAXIMUM})")
     return int(digits)
 
 
@@ -128,9 +129,7 @@ def _check_seconds(seconds: int, original: object, field: str) -> int:
     if seconds < 0:
         raise DurationError(field, f"{_quote(original)} must not be negative")
     if seconds > MAX_DURATION:
-        raise DurationError(
-            field, f"{_quote(original)} is too large (maximum is {MAX_DURATION} seconds)"
-        )
+        raise DurationError(field, f"{_quote(original)} is too large ({_MAXIMUM})")
     return seconds
 
 

@@ -18,14 +18,20 @@ from preemption.config import (
     ASK_POLICIES,
     PREEMPTION_POLICIES,
     PROPERTY_DELAY,
+    PROPERTY_MAX_LENGTH,
     PROPERTY_POLICY,
     PROPERTY_QUOTA_DELAY,
+    QUEUE_PATH_MAX_LENGTH,
+    RESOURCE_NAME_MAX_LENGTH,
     ROOT,
     PartitionConfig,
     PartitionSettings,
     QueueConfig,
+    plain_data_problems,
+    shown,
+    text_problem,
 )
-from preemption.durations import DurationError, parse_duration
+from preemption.durations import MAX_DURATION, DurationError, parse_duration
 
 #: YuniKorn's rule for queue names (and ours for partition names).
 NAME_PATTERN = re.compile(r"[a-zA-Z0-9_:#/@-]{1,64}")  # always used with fullmatch
@@ -54,14 +60,17 @@ class ConfigError:
 
     @property
     def location(self) -> str:
+        """Where the error is, with NUL and surrogates escaped (``config.shown``): a refused
+        name may hold them, and they cannot be written into a response or a page."""
         if self.at is not None:
-            return self.at
+            return shown(self.at)
         if self.queue is None:
-            return f"partition.{self.field}" if self.field else "partition"
-        return f"queues[{self.queue}].{self.field}" if self.field else f"queues[{self.queue}]"
+            return shown(f"partition.{self.field}" if self.field else "partition")
+        queue = f"queues[{self.queue}]"
+        return shown(f"{queue}.{self.field}" if self.field else queue)
 
     def __str__(self) -> str:
-        return f"{self.location}: {self.message}"
+        return f"{self.location}: {shown(self.message)}"
 
 
 class ConfigErrors(ValueError):
@@ -225,8 +234,9 @@ def validate_config(config: PartitionConfig) -> list[ConfigError]:
     """Every broken rule of SPEC 3.2 in ``config``; an empty list means it may be saved.
 
     Steps: partition settings; tree structure (one root, known parents, no cycles, valid and
-    unique names) — later rules need a tree, so they run only when the structure holds; property
-    values; then the resource rules between each queue, its parent and its children.
+    unique names, paths that fit their column) — later rules need a tree, so they run only when
+    the structure holds; property values and kept YuniKorn keys (text that can be stored); then
+    the resource rules between each queue, its parent and its children.
     """
     errors = _settings_errors(config.settings)
     structure = _structure_errors(config)
@@ -235,6 +245,7 @@ def validate_config(config: PartitionConfig) -> list[ConfigError]:
     hierarchy = Hierarchy(config)
     for queue in config.queues:
         errors.extend(property_errors(queue))
+        errors.extend(_extra_errors(queue.path, queue.extra))
         errors.extend(_queue_resource_errors(hierarchy, queue))
     return errors
 
@@ -261,14 +272,30 @@ def _settings_errors(settings: PartitionSettings) -> list[ConfigError]:
         errors.append(ConfigError(None, "miss_percent", "must be an integer from 0 to 100"))
     for key in ("default_preemption_delay", "daemonset_preemption_delay"):
         value = getattr(settings, key)
-        if not _is_int(value) or value < 0:
-            errors.append(ConfigError(None, key, "must be a whole number of seconds >= 0"))
+        if not _is_int(value) or not 0 <= value <= MAX_DURATION:
+            errors.append(
+                ConfigError(
+                    None,
+                    key,
+                    f"must be a whole number of seconds >= 0 and <= {MAX_DURATION} "
+                    "(about 68 years)",
+                )
+            )
     if settings.ask_policy not in ASK_POLICIES:
         errors.append(ConfigError(None, "ask_policy", f"must be one of {', '.join(ASK_POLICIES)}"))
     for key in ("preemption_enabled", "quota_preemption_enabled"):
         if not isinstance(getattr(settings, key), bool):
             errors.append(ConfigError(None, key, "must be true or false"))
+    errors.extend(_extra_errors(None, settings.extra))
     return errors
+
+
+def _extra_errors(queue: str | None, extra: Mapping[str, object]) -> list[ConfigError]:
+    """Kept YuniKorn keys must be storable JSON data (``config.plain_data_problems``)."""
+    return [
+        ConfigError(queue, where, message)
+        for where, message in plain_data_problems(dict(extra), "extra")
+    ]
 
 
 def _is_int(value: object) -> bool:
@@ -287,9 +314,18 @@ def _structure_errors(config: PartitionConfig) -> list[ConfigError]:
     if [queue.path for queue in roots] != [ROOT]:
         errors.append(ConfigError(None, "queues", "there must be exactly one top queue, 'root'"))
     for queue in config.queues:
+        if len(queue.path) > QUEUE_PATH_MAX_LENGTH:
+            errors.append(
+                ConfigError(
+                    queue.path,
+                    "path",
+                    f"the path is {len(queue.path)} characters long, over the limit of "
+                    f"{QUEUE_PATH_MAX_LENGTH}: use shorter names or fewer levels",
+                )
+            )
         if queue.parent is None:
             continue
-        if not NAME_PATTERN.fullmatch(queue.name):
+        if not isinstance(queue.name, str) or not NAME_PATTERN.fullmatch(queue.name):
             errors.append(
                 ConfigError(
                     queue.path,
@@ -322,11 +358,22 @@ def _in_cycle(queue: QueueConfig, by_path: dict[str, QueueConfig]) -> bool:
 
 
 def property_errors(queue: QueueConfig) -> list[ConfigError]:
-    """Invalid values of the recognised properties (policy, delays) of one queue."""
+    """Properties that cannot be stored (not text, too long, NUL or surrogates) and invalid
+    values of the recognised ones (policy, delays) of one queue."""
     errors: list[ConfigError] = []
     for key, value in queue.properties.items():
         if not isinstance(key, str) or not key or not isinstance(value, str):
-            errors.append(ConfigError(queue.path, f"properties.{key}", "must be a string"))
+            name = shown(key) if isinstance(key, str) else type(key).__name__
+            errors.append(ConfigError(queue.path, f"properties.{name}", "must be a string"))
+            continue
+        for what, text in (("name", key), ("value", value)):
+            problem = text_problem(text)
+            if problem is None and len(text) > PROPERTY_MAX_LENGTH:
+                problem = f"must be at most {PROPERTY_MAX_LENGTH} characters"
+            if problem:
+                errors.append(
+                    ConfigError(queue.path, f"properties.{shown(key)}", f"the {what} {problem}")
+                )
     policy = queue.properties.get(PROPERTY_POLICY)
     if isinstance(policy, str) and policy.strip().lower() not in PREEMPTION_POLICIES:
         errors.append(
@@ -359,6 +406,18 @@ def _queue_resource_errors(hierarchy: Hierarchy, queue: QueueConfig) -> list[Con
         for name, value in getattr(queue, kind).items():
             if not isinstance(name, str) or not name:
                 errors.append(ConfigError(queue.path, kind, "resource names must be strings"))
+            elif problem := text_problem(name):
+                errors.append(
+                    ConfigError(queue.path, f"{kind}.{shown(name)}", f"the name {problem}")
+                )
+            elif len(name) > RESOURCE_NAME_MAX_LENGTH:
+                errors.append(
+                    ConfigError(
+                        queue.path,
+                        kind,
+                        f"resource names must be at most {RESOURCE_NAME_MAX_LENGTH} characters",
+                    )
+                )
             elif not _is_int(value) or value < 0:
                 errors.append(ConfigError(queue.path, f"{kind}.{name}", "must be a quantity >= 0"))
     if errors:

@@ -100,11 +100,13 @@ def load_scheduler_config(
 
 def _yaml_location(error: ConfigError, locations: dict[str, str]) -> str:
     """Translate a validation error's queue and field into the YAML path it came from."""
+    yaml_field = error.field
+    if yaml_field.startswith("extra."):  # kept keys sit beside the others in the file
+        yaml_field = yaml_field.removeprefix("extra.")
     if error.queue is None:
         base = locations.get("", "partitions")
-        return f"{base}.{error.field}" if error.field else base
+        return f"{base}.{yaml_field}" if yaml_field else base
     base = locations.get(error.queue, error.queue)
-    yaml_field = error.field
     if yaml_field.startswith(("guaranteed", "max")):
         yaml_field = f"resources.{yaml_field}"
     return f"{base}.{yaml_field}" if yaml_field else base
@@ -288,8 +290,10 @@ def _parse_properties(parser: _Parser, raw: object, at: str) -> dict[str, str]:
             properties[key] = "true" if value else "false"
         elif isinstance(value, str | int | float):
             properties[key] = str(value)
-        else:
+        elif isinstance(value, list | Mapping):
             parser.error(f"{at}.{key}", "must be a single value, not a list or mapping")
+        else:  # a date, binary data, ...: YAML types a property cannot hold
+            parser.error(f"{at}.{key}", f"must be text or a number, not a {type(value).__name__}")
     return properties
 
 

@@ -43,3 +43,22 @@ INT32_MAX = 2**31 - 1
 #: PostgreSQL ``integer`` with a ``>= 0`` check (Django ``PositiveIntegerField``): versions,
 #: revision numbers, allowed disruptions, delays in seconds.
 POSITIVE_INT_MAX = INT32_MAX
+#: PostgreSQL ``bigint`` (Django ``BigAutoField``): row ids.
+BIGINT_MAX = 2**63 - 1
+#: The longest duration (a preemption delay, ``quota.preemption.delay``), in seconds: about 68
+#: years. Delays are stored in ``integer`` columns and added to timestamps. Mirrored by
+#: ``preemption.durations.MAX_DURATION`` (the engine imports nothing of Django).
+DURATION_MAX_SECONDS = POSITIVE_INT_MAX
+#: A resource name (``memory``, ``nvidia.com/gpu``): a Kubernetes qualified name.
+RESOURCE_NAME_MAX_LENGTH = 253
+
+#: The deepest nesting of lists and objects in a request body (JSON) or a ``queues.yaml``: the
+#: product's documents are at most a few levels deep (a YAML queue tree takes two per queue
+#: level), and deeper ones are refused before anything walks them. Mirrored by
+#: ``preemption.config.DOCUMENT_MAX_DEPTH``.
+DOCUMENT_MAX_DEPTH = 64
+
+#: What-if tunables of the simulate API and the simulator page (not stored; kept within what a
+#: plan can use).
+DEVIATION_PERCENT_MAX = 1000
+MAX_VICTIMS_MAX = 10_000

@@ -67,6 +67,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before anything reads the request: size limits and text that cannot be stored.
+    "scheduler_admin.middleware.RequestGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -182,7 +184,7 @@ REST_FRAMEWORK = {
         "rest_framework.filters.OrderingFilter",
     ],
     "DEFAULT_PAGINATION_CLASS": "scheduler_admin.api.pagination.StandardPagination",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "scheduler_admin.api.schema.AutoSchema",
     "EXCEPTION_HANDLER": "scheduler_admin.api.errors.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["scheduler_admin.api.throttling.WriteRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
@@ -191,8 +193,12 @@ REST_FRAMEWORK = {
     },
     # Formats are chosen by path suffix or Accept, never by ?format= (SPEC 7).
     "URL_FORMAT_OVERRIDE": None,
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"]
+    "DEFAULT_RENDERER_CLASSES": ["scheduler_admin.api.renderers.SafeJSONRenderer"]
     + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
+    # JSON only: nested bodies cannot be sent as forms. Views with flat bodies (revert, delete,
+    # token) add the form parser. The safe parser refuses deep nesting, NUL and surrogates.
+    "DEFAULT_PARSER_CLASSES": ["scheduler_admin.api.parsers.SafeJSONParser"],
+    "DEFAULT_METADATA_CLASS": "scheduler_admin.api.metadata.SafeMetadata",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Scheduler Admin API",
@@ -217,9 +223,21 @@ SPECTACULAR_SETTINGS = {
     },
 }
 
-# --- Product settings ---------------------------------------------------------------------------
-# The largest queues.yaml accepted on import, in bytes (SPEC 6).
+# --- Request limits -----------------------------------------------------------------------------
+# The largest request body, in bytes: enough for a 50,000-allocation cluster-state push
+# (~15 MB). Larger bodies get 413 before they are read (scheduler_admin.middleware).
+REQUEST_MAX_BYTES = env.int("REQUEST_MAX_BYTES", 32 * 1024 * 1024, minimum=64 * 1024)
+# The largest config accepted (queues.yaml on import or over the API, or the JSON config), in
+# bytes (SPEC 6): 413 on the API, a field error in the console and the CLI.
 CONFIG_MAX_BYTES = env.int("CONFIG_MAX_BYTES", 5 * 1024 * 1024, minimum=1024)
+if CONFIG_MAX_BYTES > REQUEST_MAX_BYTES:
+    raise ImproperlyConfigured("CONFIG_MAX_BYTES must not be above REQUEST_MAX_BYTES")
+# Django's own cap on a body it reads into memory: the same, so it never answers first.
+DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BYTES
+# Most fields in a form post or a query string (Django's default); more is a 400.
+DATA_UPLOAD_MAX_NUMBER_FIELDS = env.int("REQUEST_MAX_FIELDS", 1000, minimum=100)
+
+# --- Product settings ---------------------------------------------------------------------------
 
 # How long a worker owns a claimed preemption run without writing; past it the reaper hands the
 # run to another worker (whose claim raises the queue's fencing token).

@@ -16,5 +16,6 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]
 
+handler400 = "scheduler_admin.api.errors.api_bad_request"
 handler404 = "scheduler_admin.api.errors.api_not_found"
 handler500 = "scheduler_admin.api.errors.api_server_error"

@@ -2,7 +2,9 @@
 
 Every error response is ``{"detail": str, "code": str, "errors": {field: [messages]}}``
 (``errors`` empty when no field is at fault). Services raise domain exceptions; this handler turns
-them into 400 (``ConfigErrors``, ``IngestErrors``), 404 (``NotFound``), 409 (``StaleVersion``).
+them into 400 (``ConfigErrors``, ``IngestErrors``, a malformed body), 404 (``NotFound``), 409
+(``StaleVersion``), 413 (a body over ``REQUEST_MAX_BYTES`` or a config over
+``CONFIG_MAX_BYTES``).
 """
 
 from __future__ import annotations
@@ -10,16 +12,25 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.http import Http404
+from django.core.exceptions import (
+    RequestDataTooBig,
+    SuspiciousOperation,
+    TooManyFieldsSent,
+    TooManyFilesSent,
+)
+from django.http import Http404, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from preemption.config import shown
 from preemption.hierarchy import ConfigErrors
+from scheduler_admin.api.exceptions import ErrorWithFields
 from scheduler_admin.cluster.services import IngestErrors
 from scheduler_admin.enforcement.evictions import OrderNotFound
 from scheduler_admin.enforcement.timers import TimerNotFound
 from scheduler_admin.queues.services import NotFound, StaleVersion
+from scheduler_admin.queues.yaml_io import ConfigTooLarge
 
 
 class Conflict(exceptions.APIException):
@@ -35,16 +46,36 @@ def error_body(detail: str, code: str, errors: dict[str, list[str]] | None = Non
 def config_errors_body(exc: ConfigErrors) -> dict[str, list[str]]:
     errors: dict[str, list[str]] = {}
     for error in exc.errors:
-        errors.setdefault(error.location, []).append(error.message)
+        errors.setdefault(error.location, []).append(shown(error.message))
     return errors
 
 
+#: Django's refusals of a request it cannot read, raised when a view reads the body.
+_REQUEST_REFUSALS: dict[type[Exception], tuple[int, str, str]] = {
+    RequestDataTooBig: (413, "too_large", "The request body is over REQUEST_MAX_BYTES."),
+    TooManyFieldsSent: (400, "invalid", "The form has more fields than REQUEST_MAX_FIELDS."),
+    TooManyFilesSent: (400, "invalid", "The form has too many files."),
+}
+
+
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, ConfigTooLarge):
+        return Response(
+            error_body("The configuration is too large.", "too_large", config_errors_body(exc)),
+            status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+        )
     if isinstance(exc, ConfigErrors):
         return Response(
             error_body("The configuration is not valid.", "invalid", config_errors_body(exc)),
             status=status.HTTP_400_BAD_REQUEST,
         )
+    if isinstance(exc, ErrorWithFields):
+        return Response(
+            error_body(str(exc.detail), str(exc.default_code), exc.errors), status=exc.status_code
+        )
+    for kind, (code, name, detail) in _REQUEST_REFUSALS.items():
+        if isinstance(exc, kind):
+            return Response(error_body(detail, name, {"body": [detail]}), status=code)
     if isinstance(exc, IngestErrors):
         return Response(
             error_body("The cluster state is not valid.", "invalid", exc.errors),
@@ -91,7 +122,6 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, list[str]]:
 
 def api_not_found(request, exception=None):
     """A URL that matches no route: JSON for ``/api/`` clients, Django's page elsewhere."""
-    from django.http import JsonResponse
     from django.views.defaults import page_not_found
 
     if request.path.startswith("/api/"):
@@ -99,9 +129,24 @@ def api_not_found(request, exception=None):
     return page_not_found(request, exception)
 
 
+def api_bad_request(request, exception=None):
+    """A request Django refused before any view ran (``SuspiciousOperation``, ``BadRequest``):
+    the JSON error body for ``/api/`` clients, Django's page elsewhere."""
+    from django.views.defaults import bad_request
+
+    if request.path.startswith("/api/"):
+        if isinstance(exception, RequestDataTooBig):
+            detail = "The request body is over REQUEST_MAX_BYTES."
+            return JsonResponse(error_body(detail, "too_large", {"body": [detail]}), status=413)
+        detail = "The request cannot be read."
+        if isinstance(exception, SuspiciousOperation | TooManyFieldsSent):
+            detail = f"The request cannot be read: {exception}"
+        return JsonResponse(error_body(detail, "invalid", {"request": [detail]}), status=400)
+    return bad_request(request, exception)
+
+
 def api_server_error(request):
     """An unexpected failure: the same JSON body for API clients (never an HTML page)."""
-    from django.http import JsonResponse
     from django.views.defaults import server_error
 
     if request.path.startswith("/api/"):

@@ -1,9 +1,18 @@
 """Reading and writing YuniKorn ``queues.yaml`` safely (SPEC 6).
 
-The loader is PyYAML's ``SafeLoader`` (no Python objects are ever constructed) with two more
-refusals: aliases, which make "billion laughs" documents explode in memory, and duplicate mapping
-keys, which PyYAML would otherwise resolve silently to the last one while YuniKorn rejects them.
-The size is capped before parsing starts.
+The loader is PyYAML's ``SafeLoader`` (no Python objects are ever constructed) with more
+refusals, each a ``ConfigErrors`` naming the line, never an exception from deep inside PyYAML:
+
+- aliases, which make "billion laughs" documents explode in memory;
+- duplicate mapping keys, which PyYAML would otherwise resolve silently to the last one while
+  YuniKorn rejects them;
+- nesting deeper than ``limits.DOCUMENT_MAX_DEPTH`` lists and mappings (the composer recurses
+  once per level, so a deep document would otherwise exhaust the stack);
+- scalars that parse but cannot be built: an impossible date (``2001-13-45``), an integer of
+  more than ``INT_MAX_DIGITS`` digits (Python refuses to convert longer ones), an explicit tag
+  on text it does not fit (``!!int abc``).
+
+The size is capped before parsing starts (``ConfigTooLarge``: 413 on the API).
 """
 
 from __future__ import annotations
@@ -12,14 +21,28 @@ from typing import Any
 
 import yaml
 from django.conf import settings
+from yaml.constructor import ConstructorError
 
 from preemption.config import PartitionConfig
 from preemption.hierarchy import ConfigError, ConfigErrors
 from preemption.yunikorn import SettingsLookup, dump_scheduler_config, load_scheduler_config
+from scheduler_admin import limits
+
+#: Longest integer accepted in YAML: Python's own limit for converting text to int.
+INT_MAX_DIGITS = 4300
+_INT_LIMIT = 10**INT_MAX_DIGITS
+
+
+class ConfigTooLarge(ConfigErrors):
+    """A config document over ``CONFIG_MAX_BYTES`` (the API answers 413)."""
 
 
 class _StrictSafeLoader(yaml.SafeLoader):
-    """SafeLoader that refuses aliases and duplicate keys."""
+    """SafeLoader that refuses aliases, duplicate keys, deep nesting and unbuildable scalars."""
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -28,7 +51,49 @@ class _StrictSafeLoader(yaml.SafeLoader):
                 problem=f"YAML aliases are not accepted (*{event.anchor})",
                 problem_mark=event.start_mark,
             )
-        return super().compose_node(parent, index)
+        opens = self.check_event(yaml.SequenceStartEvent, yaml.MappingStartEvent)
+        if opens:
+            self._depth += 1
+            if self._depth > limits.DOCUMENT_MAX_DEPTH:
+                raise yaml.MarkedYAMLError(
+                    problem=f"nested deeper than {limits.DOCUMENT_MAX_DEPTH} levels",
+                    problem_mark=self.peek_event().start_mark,
+                )
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            if opens:
+                self._depth -= 1
+
+    def construct_object(self, node: Any, deep: bool = False) -> Any:
+        """Build one value; a scalar PyYAML recognises but cannot build (``2001-13-45`` is a
+        timestamp with month 13) is a YAML error at its line instead of an exception."""
+        try:
+            return super().construct_object(node, deep=deep)
+        except yaml.YAMLError:
+            raise
+        except (ValueError, TypeError, AttributeError, OverflowError, ArithmeticError) as exc:
+            kind = str(node.tag).rsplit(":", 1)[-1]
+            reason = f" ({_short(exc)})" if isinstance(exc, ValueError | ArithmeticError) else ""
+            raise ConstructorError(
+                problem=f"cannot read this value as {kind}{reason}",
+                problem_mark=node.start_mark,
+            ) from None
+
+    def construct_yaml_int(self, node: Any) -> int:
+        text = self.construct_scalar(node)
+        if isinstance(text, str) and len(text) > INT_MAX_DIGITS + 8:  # sign, 0x, _ separators
+            raise ConstructorError(
+                problem=f"integer of more than {INT_MAX_DIGITS} digits",
+                problem_mark=node.start_mark,
+            )
+        value = super().construct_yaml_int(node)
+        if abs(value) >= _INT_LIMIT:  # YAML 1.1 base 60 (1:2:3) builds big ints from short text
+            raise ConstructorError(
+                problem=f"integer of more than {INT_MAX_DIGITS} digits",
+                problem_mark=node.start_mark,
+            )
+        return value
 
     def construct_mapping(self, node: Any, deep: bool = False) -> Any:
         seen: set[Any] = set()
@@ -44,16 +109,27 @@ class _StrictSafeLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
+_StrictSafeLoader.add_constructor("tag:yaml.org,2002:int", _StrictSafeLoader.construct_yaml_int)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= 100 else text[:97] + "..."
+
+
 def load_yaml_text(content: bytes | str, *, source: str = "queues.yaml") -> Any:
     """Parse one YAML document under the size cap; errors become ``ConfigErrors`` naming the
     source and line."""
     raw = content.encode("utf-8") if isinstance(content, str) else content
     limit = settings.CONFIG_MAX_BYTES
     if len(raw) > limit:
-        raise ConfigErrors(
+        raise ConfigTooLarge(
             [
                 ConfigError(
-                    None, "", f"file is {len(raw)} bytes, over the {limit}-byte limit", at=source
+                    None,
+                    "",
+                    f"file is {len(raw)} bytes, over the {limit}-byte limit (CONFIG_MAX_BYTES)",
+                    at=source,
                 )
             ]
         )
@@ -67,6 +143,10 @@ def load_yaml_text(content: bytes | str, *, source: str = "queues.yaml") -> Any:
         documents = list(yaml.load_all(text, Loader=_StrictSafeLoader))
     except yaml.YAMLError as exc:
         raise ConfigErrors([ConfigError(None, "", _yaml_message(exc), at=source)]) from None
+    except RecursionError:  # a last line of defence: the depth limit stops well before this
+        raise ConfigErrors(
+            [ConfigError(None, "", "the document is nested too deeply", at=source)]
+        ) from None
     if len(documents) != 1:
         raise ConfigErrors(
             [ConfigError(None, "", "must contain exactly one YAML document", at=source)]

@@ -19,6 +19,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 
 from preemption import resources
+from preemption.config import text_problem
 from scheduler_admin.accounts.roles import has_role
 from scheduler_admin.queues.models import Partition
 
@@ -47,6 +48,8 @@ def require_role(user: Any, role: str) -> None:
 
 
 def partition_or_404(name: str) -> Partition:
+    if text_problem(name):  # PostgreSQL cannot compare text holding NUL: no such partition
+        raise Http404("no such partition")
     return get_object_or_404(Partition, name=name)
 
 

@@ -33,6 +33,19 @@ def client_for(role: str | None) -> APIClient:
     return client
 
 
+def role_client(role: str | None) -> APIClient:
+    """Like ``client_for``, but the same user and token on every call (None: anonymous), so a
+    test may ask for a role's client more than once."""
+    client = APIClient()
+    if role is None:
+        return client
+    user, _ = get_user_model().objects.get_or_create(username=f"role-{role}")
+    user.groups.add(Group.objects.get_or_create(name=role)[0])
+    token, _ = Token.objects.get_or_create(user=user)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
+
+
 @pytest.fixture
 def viewer(db) -> APIClient:
     return client_for("viewer")

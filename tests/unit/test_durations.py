@@ -78,6 +78,11 @@ def test_parse_duration_accepts_valid_values(value: object, expected: int) -> No
         ("9" * 40, "too large"),
         ("99999999999999999999h", "too large"),
         ("2562047788015216h", "too large"),
+        (2**31, "too large"),
+        (str(2**31), "too large"),
+        ("596524h", "too large"),
+        ("596523h14m8s", "too large"),
+        (10**30, "too large"),
     ],
 )
 def test_parse_duration_rejects_invalid_values(value: object, message_part: str) -> None:
@@ -133,13 +138,19 @@ def test_format_then_parse_round_trips(seconds: int) -> None:
 
 
 @given(
-    hours=st.integers(min_value=0, max_value=10**6),
+    hours=st.integers(min_value=0, max_value=5 * 10**5),
     minutes=st.integers(min_value=0, max_value=10**6),
     secs=st.integers(min_value=0, max_value=10**6),
 )
 def test_parse_adds_up_all_parts(hours: int, minutes: int, secs: int) -> None:
     text = f"{hours}h{minutes}m{secs}s"
     assert parse_duration(text, field="f") == hours * 3600 + minutes * 60 + secs
+
+
+def test_the_longest_duration_fits_a_postgresql_integer_column() -> None:
+    # Delays are stored in PositiveIntegerField columns and added to timestamps.
+    assert MAX_DURATION == 2**31 - 1
+    assert parse_duration("596523h14m7s", field="f") == MAX_DURATION
 
 
 def test_parse_duration_reports_huge_inputs_without_flooding_the_message() -> None:

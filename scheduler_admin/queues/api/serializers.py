@@ -3,28 +3,76 @@
 Resource values are written as quantity strings in responses (``"10Gi"``, ``"500m"``, vcore
 ``"10"`` = 10 cores) so a client can send back what it read; requests take strings or integers
 (an integer means the same as the same digits in a string).
+
+Every text field is as long as its column at most and every integer within its column's range
+(``scheduler_admin.limits``), so what a serializer accepts always fits where it is stored.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from preemption import resources
 from preemption.config import ASK_POLICIES, PartitionConfig, PartitionSettings, QueueConfig
 from preemption.durations import DurationError, format_duration, parse_duration
+from scheduler_admin import limits
 from scheduler_admin.api.fields import ResourcesField
 from scheduler_admin.queues.models import ConfigRevision, Partition
 
+#: A version (partition, queue) or revision number: a PostgreSQL ``integer`` from 1.
+VERSION = {"min_value": 1, "max_value": limits.POSITIVE_INT_MAX}
+COMMENT_HELP = "Why the change is made; kept in the config history."
 
+
+def version_field(
+    *, required: bool = False, help_text: str = "The version you read (or send it as If-Match)."
+) -> Any:
+    return serializers.IntegerField(required=required, help_text=help_text, **VERSION)
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": {"type": "string", "maxLength": limits.PROPERTY_MAX_LENGTH},
+        "description": f"Property name -> value (each at most {limits.PROPERTY_MAX_LENGTH} "
+        "characters), e.g. preemption.delay, quota.preemption.delay, preemption.policy.",
+    }
+)
 class PropertiesField(serializers.DictField):
-    child = serializers.CharField(allow_blank=True, max_length=256)
+    child = serializers.CharField(allow_blank=True, max_length=limits.PROPERTY_MAX_LENGTH)
+
+    def to_internal_value(self, data: Any) -> dict[str, str]:
+        value = super().to_internal_value(data)
+        too_long = [key for key in value if not key or len(key) > limits.PROPERTY_MAX_LENGTH]
+        if too_long:
+            raise serializers.ValidationError(
+                {
+                    key[:40]: [
+                        f"property names must be 1 to {limits.PROPERTY_MAX_LENGTH} characters"
+                    ]
+                    for key in too_long
+                }
+            )
+        return value
 
 
-@extend_schema_field(OpenApiTypes.STR)
+@extend_schema_field(
+    {
+        "oneOf": [
+            {
+                "type": "string",
+                "pattern": r"^\s*[0-9]+(h|m|s|h[0-9]+m|h[0-9]+s|m[0-9]+s|"
+                r"h[0-9]+m[0-9]+s)?\s*$",
+            },
+            {"type": "integer", "minimum": 0, "maximum": limits.DURATION_MAX_SECONDS},
+        ],
+        "description": "Seconds, or a duration such as 30s, 5m or 1h30m; at most "
+        f"{limits.DURATION_MAX_SECONDS} seconds (about 68 years).",
+    }
+)
 class DurationField(serializers.Field):
     """``30s``, ``1h30m`` or plain seconds in; seconds inside; ``"30s"`` out."""
 
@@ -42,22 +90,65 @@ class QueuePatchSerializer(serializers.Serializer):
     guaranteed = ResourcesField(required=False)
     max = ResourcesField(required=False)
     properties = PropertiesField(required=False)
-    version = serializers.IntegerField(required=False, min_value=1)
-    comment = serializers.CharField(max_length=2000)
+    version = version_field(help_text="The queue version you read; required unless sent as "
+                                      "If-Match.")  # fmt: skip
+    comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
+
+
+class QueuePatchBodySerializer(QueuePatchSerializer):
+    """The documented body of a queue PATCH: ``version`` is required (the view also takes it
+    from ``If-Match`` instead, and refuses a PATCH with neither)."""
+
+    version = version_field(
+        required=True, help_text="The queue version you read (or send it as If-Match)."
+    )
 
 
 class QueueCreateSerializer(serializers.Serializer):
-    parent = serializers.CharField(max_length=1024)
-    name = serializers.CharField(max_length=64)
+    parent = serializers.CharField(max_length=limits.QUEUE_PATH_MAX_LENGTH)
+    name = serializers.CharField(max_length=limits.QUEUE_NAME_MAX_LENGTH)
     guaranteed = ResourcesField(required=False, default=dict)
     max = ResourcesField(required=False, default=dict)
     properties = PropertiesField(required=False, default=dict)
-    comment = serializers.CharField(max_length=2000)
+    comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
 
 
 class CommentSerializer(serializers.Serializer):
-    comment = serializers.CharField(max_length=2000, required=False, allow_blank=True)
-    version = serializers.IntegerField(required=False, min_value=1)
+    comment = serializers.CharField(
+        max_length=limits.COMMENT_MAX_LENGTH, required=False, allow_blank=True,
+        help_text=COMMENT_HELP,
+    )  # fmt: skip
+    version = version_field()
+
+
+class QueueDeleteSerializer(CommentSerializer):
+    """The body of a queue DELETE: the version read (required unless sent as If-Match) and an
+    optional comment (default "Delete <path>")."""
+
+    version = version_field(help_text="The queue version you read; required unless sent as "
+                                      "If-Match.")  # fmt: skip
+
+
+class QueueDeleteBodySerializer(QueueDeleteSerializer):
+    """The documented body of a queue DELETE: ``version`` is required (or ``If-Match``)."""
+
+    version = version_field(
+        required=True, help_text="The queue version you read (or send it as If-Match)."
+    )
+
+
+class RevertSerializer(CommentSerializer):
+    """The body of a revert: an optional comment (default "Revert to revision N") and the
+    partition version you read (optional: without it the revert is not checked for staleness)."""
+
+    version = version_field(help_text="The partition version you read (optional).")
+
+
+class RevertUnchangedSerializer(serializers.Serializer):
+    """A revert to the config already in place: nothing was written (200)."""
+
+    detail = serializers.CharField()
+    changed = serializers.BooleanField()
 
 
 class PartitionSerializer(serializers.ModelSerializer):
@@ -82,13 +173,16 @@ class PartitionPatchSerializer(serializers.Serializer):
     default_preemption_delay = DurationField(required=False)
     daemonset_preemption_delay = DurationField(required=False)
     ask_policy = serializers.ChoiceField(choices=ASK_POLICIES, required=False)
-    version = serializers.IntegerField(required=False, min_value=1)
-    comment = serializers.CharField(max_length=2000)
+    version = version_field(help_text="The partition version you read (optional: without it "
+                                      "the change is not checked for staleness).")  # fmt: skip
+    comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
 
 
 class ConfigQueueSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=64)
-    parent = serializers.CharField(max_length=1024, allow_null=True, required=False)
+    name = serializers.CharField(max_length=limits.QUEUE_NAME_MAX_LENGTH)
+    parent = serializers.CharField(
+        max_length=limits.QUEUE_PATH_MAX_LENGTH, allow_null=True, required=False
+    )
     guaranteed = ResourcesField(required=False, default=dict)
     max = ResourcesField(required=False, default=dict)
     properties = PropertiesField(required=False, default=dict)
@@ -110,8 +204,15 @@ class ConfigSerializer(serializers.Serializer):
 
     partition = ConfigSettingsSerializer()
     queues = ConfigQueueSerializer(many=True)
-    version = serializers.IntegerField(required=False, min_value=1)
-    comment = serializers.CharField(max_length=2000, required=False)
+    version = version_field(
+        help_text="The partition version you read; required to save (unless sent as "
+        "If-Match), optional with ?dry_run=true."
+    )
+    comment = serializers.CharField(
+        max_length=limits.COMMENT_MAX_LENGTH,
+        required=False,
+        help_text=COMMENT_HELP + " Required to save.",
+    )
 
     def to_config(self, name: str) -> PartitionConfig:
         data = self.validated_data
@@ -130,6 +231,16 @@ class ConfigSerializer(serializers.Serializer):
                 )
             )
         return PartitionConfig(settings=settings, queues=tuple(queues))
+
+
+class ConfigPutBodySerializer(ConfigSerializer):
+    """The documented body of a config PUT: ``version`` and a ``comment`` are required to save
+    (``version`` may come as ``If-Match`` instead; ``?dry_run=true`` needs neither)."""
+
+    version = version_field(
+        required=True, help_text="The partition version you read (or send it as If-Match)."
+    )
+    comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
 
 
 def config_to_json(config: PartitionConfig, version: int) -> dict[str, Any]:
@@ -176,15 +287,19 @@ class SimulateSerializer(serializers.Serializer):
     ``state``: optional overrides in the ``cluster-state`` vocabulary, applied in memory only."""
 
     policy = serializers.ChoiceField(choices=["quota", "ask", "job"])
-    queue = serializers.CharField(required=False, max_length=1024)
+    queue = serializers.CharField(required=False, max_length=limits.QUEUE_PATH_MAX_LENGTH)
     max = ResourcesField(required=False)
-    ask = serializers.CharField(required=False, max_length=253)
-    job = serializers.CharField(required=False, max_length=253)
+    ask = serializers.CharField(required=False, max_length=limits.CLUSTER_ID_MAX_LENGTH)
+    job = serializers.CharField(required=False, max_length=limits.CLUSTER_ID_MAX_LENGTH)
     victim_strategy = serializers.ListField(
         child=serializers.ChoiceField(choices=["single", "multiple"]), required=False
     )
-    deviation_percent = serializers.IntegerField(required=False, min_value=0)
-    max_victims = serializers.IntegerField(required=False, min_value=1)
+    deviation_percent = serializers.IntegerField(
+        required=False, min_value=0, max_value=limits.DEVIATION_PERCENT_MAX
+    )
+    max_victims = serializers.IntegerField(
+        required=False, min_value=1, max_value=limits.MAX_VICTIMS_MAX
+    )
     state = serializers.DictField(
         required=False,
         help_text=(

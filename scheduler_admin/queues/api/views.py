@@ -14,10 +14,11 @@ from typing import Any
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 from rest_framework.generics import GenericAPIView, ListAPIView
+from rest_framework.parsers import FormParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -25,7 +26,10 @@ from rest_framework.views import APIView
 from preemption import resources
 from preemption.config import PartitionConfig, QueueConfig, diff_configs
 from preemption.hierarchy import ConfigErrors, Hierarchy, validate_config
+from scheduler_admin import limits
 from scheduler_admin.api.concurrency import expected_version, with_etag
+from scheduler_admin.api.params import int_param
+from scheduler_admin.api.parsers import ConfigJSONParser, SafeJSONParser
 from scheduler_admin.api.permissions import ADMIN, OPERATOR, VIEWER
 from scheduler_admin.cluster.adapters import queue_usage
 from scheduler_admin.cluster.models import Ask, AskState
@@ -40,12 +44,17 @@ from scheduler_admin.enforcement.previews import (
 )
 from scheduler_admin.queues import services
 from scheduler_admin.queues.api.serializers import (
-    CommentSerializer,
+    ConfigPutBodySerializer,
     ConfigSerializer,
     PartitionPatchSerializer,
     PartitionSerializer,
     QueueCreateSerializer,
+    QueueDeleteBodySerializer,
+    QueueDeleteSerializer,
+    QueuePatchBodySerializer,
     QueuePatchSerializer,
+    RevertSerializer,
+    RevertUnchangedSerializer,
     RevisionSerializer,
     SimulateSerializer,
     config_to_json,
@@ -55,6 +64,14 @@ from scheduler_admin.queues.yaml_io import parse_queues_yaml, render_queues_yaml
 
 DRY_RUN = OpenApiParameter(
     "dry_run", OpenApiTypes.BOOL, description="validate and preview, save nothing"
+)
+#: Flat bodies (a comment and a version) may also be sent as a form; nested ones only as JSON.
+FLAT_BODY_PARSERS = [SafeJSONParser, FormParser]
+IF_MATCH = OpenApiParameter(
+    "If-Match",
+    OpenApiTypes.STR,
+    OpenApiParameter.HEADER,
+    description="The ETag you read, instead of (or agreeing with) `version` in the body.",
 )
 
 
@@ -239,8 +256,8 @@ class QueueDetail(APIView):
         return with_etag(Response(row), "queue", path, row["version"])
 
     @extend_schema(
-        request=QueuePatchSerializer,
-        parameters=[DRY_RUN],
+        request=QueuePatchBodySerializer,
+        parameters=[DRY_RUN, IF_MATCH],
         responses={200: QueueRowSerializer, 409: OpenApiTypes.OBJECT},
     )
     def patch(self, request: Request, partition: str, path: str) -> Response:
@@ -268,10 +285,10 @@ class QueueDetail(APIView):
         row = self._row(obj, path)
         return with_etag(Response(row), "queue", path, row["version"])
 
-    @extend_schema(request=CommentSerializer, responses={204: None})
+    @extend_schema(request=QueueDeleteBodySerializer, parameters=[IF_MATCH], responses={204: None})
     def delete(self, request: Request, partition: str, path: str) -> Response:
         obj = _partition(partition)
-        body = CommentSerializer(data=request.data)
+        body = QueueDeleteSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         version = expected_version(request, body.validated_data.get("version"))
         if version is None:
@@ -284,6 +301,11 @@ class QueueDetail(APIView):
             comment=body.validated_data.get("comment") or f"Delete {path}",
         )
         return Response(status=204)
+
+    def get_parsers(self) -> list[Any]:
+        if getattr(self, "request", None) is not None and self.request.method == "DELETE":
+            return [parser() for parser in FLAT_BODY_PARSERS]
+        return super().get_parsers()
 
     def check_permissions(self, request: Request) -> None:
         if request.method == "DELETE":
@@ -304,6 +326,7 @@ class ConfigView(APIView):
     ``?dry_run=true`` previews."""
 
     write_role = ADMIN
+    parser_classes = [ConfigJSONParser]
 
     @extend_schema(responses=ConfigSerializer)
     def get(self, request: Request, partition: str) -> Response:
@@ -311,7 +334,11 @@ class ConfigView(APIView):
         response = Response(config_to_json(obj.current_config(), obj.version))
         return with_etag(response, "config", obj.name, obj.version)
 
-    @extend_schema(request=ConfigSerializer, parameters=[DRY_RUN], responses=ConfigSerializer)
+    @extend_schema(
+        request=ConfigPutBodySerializer,
+        parameters=[DRY_RUN, IF_MATCH],
+        responses=ConfigSerializer,
+    )
     def put(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
         body = ConfigSerializer(data=request.data)
@@ -363,12 +390,23 @@ class ConfigYamlView(APIView):
         request={"application/yaml": OpenApiTypes.STR},
         parameters=[
             DRY_RUN,
-            OpenApiParameter("version", OpenApiTypes.INT),
-            OpenApiParameter("comment", OpenApiTypes.STR),
+            OpenApiParameter(
+                "version",
+                {"type": "integer", "minimum": 1, "maximum": limits.POSITIVE_INT_MAX},
+                description="The partition version you read; required to replace an existing "
+                "partition (unless sent as If-Match), except with ?dry_run=true.",
+            ),
+            OpenApiParameter(
+                "comment",
+                {"type": "string", "maxLength": limits.COMMENT_MAX_LENGTH},
+                description="Required to replace an existing partition.",
+            ),
+            IF_MATCH,
         ],
-        responses=ConfigSerializer,
+        responses={200: ConfigSerializer, 201: ConfigSerializer},
     )
     def put(self, request: Request, partition: str) -> Response:
+        _comment_param(request)  # a bad comment is refused before the body is parsed
         configs = parse_queues_yaml(
             request.body, settings_for=services.settings_for_import, source="body"
         )
@@ -387,19 +425,27 @@ class ConfigYamlView(APIView):
             obj = result.partition
             response = Response(config_to_json(obj.current_config(), obj.version), status=201)
             return with_etag(response, "config", obj.name, obj.version)
-        raw_version = request.query_params.get("version")
-        version = int(raw_version) if raw_version and raw_version.isdigit() else None
-        if raw_version and version is None:
-            raise ValidationError({"version": ["must be an integer"]})
-        return _replace_config(
-            request, obj, mine[0], version, request.query_params.get("comment", "")
+        version = int_param(
+            request.query_params.get("version"), "version",
+            minimum=1, maximum=limits.POSITIVE_INT_MAX,
+        )  # fmt: skip
+        return _replace_config(request, obj, mine[0], version, _comment_param(request))
+
+
+def _comment_param(request: Request) -> str:
+    comment = request.query_params.get("comment", "")
+    if len(comment) > limits.COMMENT_MAX_LENGTH:
+        raise ValidationError(
+            {"comment": [f"must be at most {limits.COMMENT_MAX_LENGTH} characters"]}
         )
+    return comment
 
 
 class ConfigValidateView(APIView):
     """Check a JSON config body without saving: 200 ``{"valid": true}`` or 400 with every error."""
 
     write_role = VIEWER
+    parser_classes = [ConfigJSONParser]
 
     @extend_schema(request=ConfigSerializer, responses=OpenApiTypes.OBJECT)
     def post(self, request: Request, partition: str) -> Response:
@@ -430,16 +476,22 @@ class RevisionDetail(APIView):
     """One revision with its snapshot and its diff to the previous one (or ``?against=N``)."""
 
     @extend_schema(
-        parameters=[OpenApiParameter("against", OpenApiTypes.INT)],
+        parameters=[
+            OpenApiParameter(
+                "against",
+                {"type": "integer", "minimum": 1, "maximum": limits.POSITIVE_INT_MAX},
+                description="The revision to diff against (default: the previous one).",
+            )
+        ],
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request: Request, partition: str, number: int) -> Response:
         obj = _partition(partition)
         revision = get_object_or_404(ConfigRevision, partition=obj, number=number)
         against_raw = request.query_params.get("against")
-        if against_raw is not None and not against_raw.isdigit():
-            raise ValidationError({"against": ["must be a revision number"]})
-        against = int(against_raw) if against_raw else number - 1
+        against = int_param(against_raw, "against", minimum=1, maximum=limits.POSITIVE_INT_MAX)
+        if against is None:
+            against = number - 1
         base = ConfigRevision.objects.filter(partition=obj, number=against).first()
         if against_raw and base is None:
             raise ValidationError({"against": [f"no revision {against}"]})
@@ -459,10 +511,21 @@ class RevisionRevert(APIView):
     """Make revision N the current config again, as a new revision (admin)."""
 
     write_role = ADMIN
+    parser_classes = FLAT_BODY_PARSERS
 
-    @extend_schema(request=CommentSerializer, responses=RevisionSerializer)
+    @extend_schema(
+        request=RevertSerializer,
+        parameters=[IF_MATCH],
+        responses={
+            201: OpenApiResponse(RevisionSerializer, description="Reverted: the new revision."),
+            200: OpenApiResponse(
+                RevertUnchangedSerializer,
+                description="The config already equals revision N: nothing was written.",
+            ),
+        },
+    )
     def post(self, request: Request, partition: str, number: int) -> Response:
-        body = CommentSerializer(data=request.data)
+        body = RevertSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         obj = _partition(partition)
         version = expected_version(request, body.validated_data.get("version"))

@@ -20,6 +20,7 @@ from django.http import HttpRequest, QueryDict
 from django.urls import reverse
 from django_filters import FilterSet
 
+from scheduler_admin.api.params import is_whole_number
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.web.explanations import ALERT_OUTCOMES, reason_text
 from scheduler_admin.web.queue_pages import plans
@@ -219,6 +220,6 @@ def _run_url(event: AuditEvent) -> str:
         run_id = event.object_id
     elif isinstance(event.data, dict):
         run_id = event.data.get("run")
-    if isinstance(run_id, int) or (isinstance(run_id, str) and run_id.isdigit()):
+    if isinstance(run_id, int) or (isinstance(run_id, str) and is_whole_number(run_id)):
         return reverse("run-detail", kwargs={"pk": int(run_id)})
     return ""

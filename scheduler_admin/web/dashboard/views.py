@@ -18,7 +18,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from preemption.config import ROOT
+from preemption.config import ROOT, text_problem
 from scheduler_admin.accounts.roles import OPERATOR
 from scheduler_admin.enforcement.models import PreemptionRun, QuotaTimer, RunStatus
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
@@ -135,6 +135,8 @@ def children(request: HttpRequest) -> HttpResponse:
     expands it; 404 for an unknown partition or queue. The usage query covers only that subtree."""
     partition = partition_or_404(request.GET.get("partition", ""))
     path = request.GET.get("queue", "")
+    if text_problem(path):  # PostgreSQL cannot compare text holding NUL: no such queue
+        raise Http404("No such queue.")
     tree = QueueTree(partition, now=timezone.now(), under=path or None)
     if not tree.has(path):
         raise Http404(f"No queue {path!r} in partition {partition.name!r}.")

@@ -6,6 +6,7 @@ from typing import Any
 
 from django import forms
 
+from scheduler_admin import limits
 from scheduler_admin.queues.models import ConfigRevision, Partition
 
 
@@ -13,8 +14,12 @@ class CompareForm(forms.Form):
     """Two revisions of one partition to diff. Unknown numbers and ``from == to`` are field
     errors shown next to the inputs, never an error page."""
 
-    from_number = forms.IntegerField(label="From revision", min_value=1)
-    to_number = forms.IntegerField(label="To revision", min_value=1)
+    from_number = forms.IntegerField(
+        label="From revision", min_value=1, max_value=limits.POSITIVE_INT_MAX
+    )
+    to_number = forms.IntegerField(
+        label="To revision", min_value=1, max_value=limits.POSITIVE_INT_MAX
+    )
 
     def __init__(self, *args: Any, partition: Partition, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -47,5 +52,7 @@ class RevertForm(forms.Form):
     and the partition version the admin reviewed, so a change saved meanwhile is not overwritten
     unseen."""
 
-    comment = forms.CharField(label="Comment", max_length=2000, strip=True)
-    version = forms.IntegerField(widget=forms.HiddenInput)
+    comment = forms.CharField(label="Comment", max_length=limits.COMMENT_MAX_LENGTH, strip=True)
+    version = forms.IntegerField(
+        widget=forms.HiddenInput, min_value=1, max_value=limits.POSITIVE_INT_MAX
+    )

@@ -22,6 +22,7 @@ from django.views.decorators.http import require_http_methods
 
 from preemption.config import PartitionConfig
 from preemption.hierarchy import ConfigErrors
+from scheduler_admin import limits
 from scheduler_admin.accounts.roles import ADMIN
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition
@@ -39,7 +40,9 @@ class ImportForm(forms.Form):
         required=False,
         widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false"}),
     )
-    comment = forms.CharField(label="Comment (saved with each new revision)", max_length=2000)
+    comment = forms.CharField(
+        label="Comment (saved with each new revision)", max_length=limits.COMMENT_MAX_LENGTH
+    )
     #: The version of each partition the preview was made against (JSON: name -> version, or
     #: null for a partition that did not exist): Save refuses if one moved since.
     previewed = forms.CharField(required=False, widget=forms.HiddenInput, max_length=100_000)

@@ -18,6 +18,7 @@ from django.forms import BaseFormSet, formset_factory
 from preemption import resources
 from preemption.config import QueueConfig
 from preemption.hierarchy import ConfigError
+from scheduler_admin import limits
 from scheduler_admin.web.queue_pages.effective import exact_quantity
 
 PREVIEW = "preview"
@@ -27,10 +28,12 @@ SAVE = "save"
 class QueueEditForm(forms.Form):
     """The parts of the edit that are not rows: version and comment."""
 
-    version = forms.IntegerField(widget=forms.HiddenInput, min_value=0)
+    version = forms.IntegerField(
+        widget=forms.HiddenInput, min_value=0, max_value=limits.POSITIVE_INT_MAX
+    )
     comment = forms.CharField(
         required=False,
-        max_length=2000,
+        max_length=limits.COMMENT_MAX_LENGTH,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text="Why the change is made; kept in the config history. Required to save.",
     )
@@ -51,7 +54,9 @@ class ResourceRowForm(forms.Form):
     """One resource type: its name, guaranteed and max. An empty value removes the type
     (no guarantee / no limit)."""
 
-    name = forms.CharField(required=False, max_length=253, label="Resource")
+    name = forms.CharField(
+        required=False, max_length=limits.RESOURCE_NAME_MAX_LENGTH, label="Resource"
+    )
     guaranteed = forms.CharField(required=False, max_length=100, label="Guaranteed")
     max = forms.CharField(required=False, max_length=100, label="Max")
 
@@ -77,8 +82,8 @@ class ResourceRowForm(forms.Form):
 class PropertyRowForm(forms.Form):
     """One property. An empty value removes the property."""
 
-    key = forms.CharField(required=False, max_length=256, label="Property")
-    value = forms.CharField(required=False, max_length=256, label="Value")
+    key = forms.CharField(required=False, max_length=limits.PROPERTY_MAX_LENGTH, label="Property")
+    value = forms.CharField(required=False, max_length=limits.PROPERTY_MAX_LENGTH, label="Value")
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

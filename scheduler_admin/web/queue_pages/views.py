@@ -23,7 +23,9 @@ from django.urls import reverse
 from preemption import resources
 from preemption.config import PartitionConfig, QueueConfig
 from preemption.hierarchy import ConfigErrors, Hierarchy, validate_config
+from scheduler_admin import limits
 from scheduler_admin.accounts.roles import OPERATOR, has_role
+from scheduler_admin.api.params import whole_number
 from scheduler_admin.cluster.adapters import queue_usage
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.enforcement.previews import preview_change
@@ -166,11 +168,13 @@ def _stale_message(current: int) -> str:
 def _cancel_timer(request: HttpRequest, partition: Partition, path: str) -> HttpResponse:
     """Cancel this queue's pending timer (the id in the form must be that timer)."""
     raw = request.POST.get("timer", "")
+    # ASCII digits only: "²".isdigit() is true but int("²") fails; an id past bigint is no row.
+    timer_id = whole_number(raw, minimum=1, maximum=limits.BIGINT_MAX)
     timer = (
         QuotaTimer.objects.filter(
-            partition=partition, queue_path=path, status=TimerStatus.PENDING, pk=int(raw)
+            partition=partition, queue_path=path, status=TimerStatus.PENDING, pk=timer_id
         ).first()
-        if raw.isdigit()
+        if timer_id is not None
         else None
     )
     try:

@@ -14,6 +14,7 @@ from django import forms
 from django.forms import formset_factory
 
 from preemption.model import Options
+from scheduler_admin import limits
 from scheduler_admin.cluster.models import Ask, AskState
 from scheduler_admin.enforcement.previews import simulation_options
 from scheduler_admin.queues.models import Partition
@@ -48,16 +49,24 @@ MaxFormSet = formset_factory(MaxRowForm, formset=ResourceRows, extra=1)
 class SimulatorForm(forms.Form):
     policy = forms.ChoiceField(choices=POLICIES, widget=forms.RadioSelect, initial="quota")
     queue = forms.ChoiceField(required=False, label="Queue")
-    ask = forms.CharField(required=False, max_length=253, label="Pending ask")
-    job = forms.CharField(required=False, max_length=253, label="Job")
+    ask = forms.CharField(
+        required=False, max_length=limits.CLUSTER_ID_MAX_LENGTH, label="Pending ask"
+    )
+    job = forms.CharField(required=False, max_length=limits.CLUSTER_ID_MAX_LENGTH, label="Job")
     victim_strategy = forms.ChoiceField(
         choices=STRATEGIES, required=False, label="Victim strategy (required-node asks)"
     )
     deviation_percent = forms.IntegerField(
-        required=False, min_value=0, max_value=1000, label="Deviation percent (single strategy)"
+        required=False,
+        min_value=0,
+        max_value=limits.DEVIATION_PERCENT_MAX,
+        label="Deviation percent (single strategy)",
     )
     max_victims = forms.IntegerField(
-        required=False, min_value=1, max_value=10000, label="Max victims (multiple strategy)"
+        required=False,
+        min_value=1,
+        max_value=limits.MAX_VICTIMS_MAX,
+        label="Max victims (multiple strategy)",
     )
 
     def __init__(self, *args: Any, partition: Partition, **kwargs: Any) -> None:
