@@ -38,8 +38,9 @@ SNAPSHOT_FORMAT = 1
 QUEUE_PATH_MAX_LENGTH = 1024
 #: Longest property key or value.
 PROPERTY_MAX_LENGTH = 256
-#: Longest resource name (a Kubernetes qualified name).
-RESOURCE_NAME_MAX_LENGTH = 253
+#: Longest resource name: a Kubernetes qualified name, an optional DNS-subdomain prefix (253),
+#: "/" and a name (63).
+RESOURCE_NAME_MAX_LENGTH = 253 + 1 + 63
 #: Deepest nesting of lists and mappings in a kept YuniKorn value (``extra``), and in any JSON or
 #: YAML document the product reads: deeper documents are refused before anything walks them.
 DOCUMENT_MAX_DEPTH = 64

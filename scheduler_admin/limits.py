@@ -49,8 +49,6 @@ BIGINT_MAX = 2**63 - 1
 #: years. Delays are stored in ``integer`` columns and added to timestamps. Mirrored by
 #: ``preemption.durations.MAX_DURATION`` (the engine imports nothing of Django).
 DURATION_MAX_SECONDS = POSITIVE_INT_MAX
-#: A resource name (``memory``, ``nvidia.com/gpu``): a Kubernetes qualified name.
-RESOURCE_NAME_MAX_LENGTH = 253
 
 #: The deepest nesting of lists and objects in a request body (JSON) or a ``queues.yaml``: the
 #: product's documents are at most a few levels deep (a YAML queue tree takes two per queue

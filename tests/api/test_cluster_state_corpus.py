@@ -178,7 +178,10 @@ def test_a_malformed_body_is_400_at_its_path_and_changes_nothing(
 ):
     before, events = snapshot(), AuditEvent.objects.count()
     response = operator.post(STATE, json.dumps(body), content_type="application/json")
-    error = assert_error(response, 400, path)
+    error = assert_error(response, 400)
+    # At the path, or (for a key that cannot be stored, refused by the API's JSON parser
+    # before the checker sees it) at that key under the path.
+    assert any(key == path or key.startswith(path + ".") for key in error["errors"]), error
     assert error["code"] == "invalid"
     json.dumps(error, ensure_ascii=False).encode()  # no lone surrogate echoed back
     assert snapshot() == before

@@ -12,12 +12,11 @@ from typing import Any
 from django.db.models import Count
 from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema
-from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from scheduler_admin.api.parsers import SafeJSONParser
 from scheduler_admin.api.permissions import OPERATOR
 from scheduler_admin.api.views import (
     WRITE_ERRORS,
@@ -84,17 +83,6 @@ class BudgetViewSet(PartitionReadOnlyViewSet):
     ordering = ["name"]
 
 
-class ClusterStateJSONParser(JSONParser):
-    """DRF's JSON parser, with nesting too deep for Python's decoder (``[[[[...``) refused as
-    a 400 like any other malformed JSON instead of a ``RecursionError`` (a 500)."""
-
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError:
-            raise ParseError("JSON parse error - the document is nested too deeply") from None
-
-
 class ClosedBodySchema(AutoSchema):
     """The service refuses unknown fields anywhere in the body ("unknown field"): the request
     schema says so with ``additionalProperties: false`` on every object."""
@@ -117,10 +105,11 @@ class ClusterStateView(PartitionScoped, APIView):
     """
 
     write_role = OPERATOR
-    # JSON only. NUL characters, lone surrogates, out-of-range numbers and over-long text are
-    # refused by the service's checker with their paths (it serves the CLI and the simulator
-    # too, so it cannot count on a parser having looked first).
-    parser_classes = [ClusterStateJSONParser]
+    # JSON only, through the API's safe parser (depth, NUL and lone surrogates refused with
+    # their paths). The service's checker refuses them too, with out-of-range numbers and
+    # over-long text: it serves the CLI and the simulator as well, so it cannot count on a
+    # parser having looked first.
+    parser_classes = [SafeJSONParser]
     schema = ClosedBodySchema()
 
     @extend_schema(
