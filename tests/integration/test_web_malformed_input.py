@@ -18,6 +18,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
+from scheduler_admin import limits
 from scheduler_admin.enforcement.models import QuotaTimer
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Queue
@@ -108,7 +109,8 @@ def pages(ctx: dict[str, Any]) -> list[Page]:
         Page("edit: max 10^30 bytes", "POST", queue, form(**{"res-0-max": str(HUGE)}),
              role="operator", status={200}),
         Page("edit: resource name too long", "POST", queue,
-             form(**{"res-0-name": "r" * 300}), role="operator", status={200}),
+             form(**{"res-0-name": "r" * (limits.RESOURCE_NAME_MAX_LENGTH + 1)}),
+             role="operator", status={200}),
         Page("edit: comment NUL", "POST", queue, form(comment="a\x00b"), role="operator",
              status={200}, says="Null characters are not allowed"),
         Page("edit: property value NUL", "POST", queue,
