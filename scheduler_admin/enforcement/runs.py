@@ -93,12 +93,18 @@ def _enqueue(run_id: int) -> None:
 
 
 def _run_event(
-    kind: AuditKind, run: PreemptionRun, *, at: datetime, summary: str, data: dict
+    kind: AuditKind,
+    run: PreemptionRun,
+    *,
+    at: datetime,
+    summary: str,
+    data: dict,
+    actor: AbstractBaseUser | None = None,
 ) -> None:
-    """Audit one step of a run (the system acts; names stored as text)."""
+    """Audit one step of a run (``actor`` None: the system acts; names stored as text)."""
     record_event(
         kind,
-        actor=None,
+        actor=actor,
         at=at,
         partition_name=run.partition.name,
         queue_path=run.queue_path,
@@ -607,14 +613,11 @@ def _end_failed(
     )
     preempted = run.victims.filter(preempted_at__isnull=False).count()
     verb = "aborted" if kind == AuditKind.RUN_ABORTED else "failed"
-    record_event(
+    _run_event(
         kind,
+        run,
         actor=actor,
         at=now,
-        partition_name=run.partition.name,
-        queue_path=run.queue_path,
-        object_type="run",
-        object_id=str(run.pk),
         summary=f"Run {run.pk} of {run.queue_path} {verb} after {preempted} victims: {error}",
         data={"run": run.pk, "error": error, "attempt": run.attempt, "preempted": preempted},
     )

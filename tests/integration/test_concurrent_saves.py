@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +32,7 @@ from tests.support.processes import (
     test_database_env,
     wait_until,
 )
+from tests.support.racing import release_together
 
 TRIALS = 20
 QUEUES = 2 * TRIALS + 2
@@ -110,24 +110,12 @@ def admin_token(transactional_db: None) -> str:
     return client._credentials["HTTP_AUTHORIZATION"].split()[1]
 
 
-def race(*calls: Callable[[], tuple[int, Any]]) -> list[tuple[int, Any]]:
-    """Run the calls in threads released at the same instant; their results in call order."""
-    barrier = threading.Barrier(len(calls))
-    results: list[Any] = [None] * len(calls)
-
-    def run(index: int, call: Callable[[], tuple[int, Any]]) -> None:
-        barrier.wait()
-        try:
-            results[index] = call()
-        except Exception as exc:  # reported by the assertion below, with the others
-            results[index] = (None, repr(exc))
-
-    threads = [threading.Thread(target=run, args=(i, c)) for i, c in enumerate(calls)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    return results
+def race(*calls: Callable[[], tuple[int, Any]]) -> list[tuple[int | None, Any]]:
+    """The calls released at the same instant; a call that raised reads ``(None, repr)``."""
+    return [
+        (None, repr(result)) if isinstance(result, BaseException) else result
+        for result in release_together(*calls)
+    ]
 
 
 def _version(path: str) -> int:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -23,6 +22,7 @@ from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.models import Allocation, AllocationState, Application
 from scheduler_admin.cluster.services import IngestResult, ingest_cluster_state
 from scheduler_admin.queues.models import Partition
+from tests.support.racing import release_together
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,28 +43,6 @@ def body(round_: int, *, reverse: bool = False, priority: int = 0) -> dict[str, 
     }
 
 
-def race(*actions: Callable[[], Any]) -> list[Any]:
-    """Run the actions in threads released together; their results (or exceptions)."""
-    barrier = threading.Barrier(len(actions))
-    results: list[Any] = [None] * len(actions)
-
-    def run(index: int) -> None:
-        barrier.wait()
-        try:
-            results[index] = actions[index]()
-        except Exception as exc:  # reported by the test's assertion
-            results[index] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(actions))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return results
-
-
 @pytest.fixture
 def partition() -> Partition:
     call_command("import_config", "demo/queues.yaml", stdout=io.StringIO())
@@ -74,7 +52,7 @@ def partition() -> Partition:
 def test_two_pushes_of_the_same_new_rows_both_succeed_and_count_each_row_once(partition):
     for round_ in range(ROUNDS):
         events = AuditEvent.objects.filter(kind=AuditKind.STATE_INGESTED).count()
-        results = race(
+        results = release_together(
             lambda r=round_: ingest_cluster_state(partition, body(r), actor=None),
             lambda r=round_: ingest_cluster_state(partition, body(r, reverse=True), actor=None),
         )
@@ -101,7 +79,7 @@ def test_removing_an_apps_last_tasks_while_another_push_adds_one_keeps_the_new_t
              "app": f"r0-app-{app}", "resources": {"memory": "1Gi"}}
             for app in apps
         ]  # fmt: skip
-        results = race(
+        results = release_together(
             lambda removed=removed: ingest_cluster_state(
                 partition, {"remove": {"allocations": removed}}, actor=None
             ),
@@ -127,7 +105,7 @@ def test_a_victim_marked_preempting_during_a_push_stays_preempting(partition):
                 state=AllocationState.PREEMPTING
             )
 
-        results = race(
+        results = release_together(
             lambda r=round_: ingest_cluster_state(partition, body(0, priority=r), actor=None),
             mark,
         )

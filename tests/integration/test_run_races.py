@@ -21,7 +21,8 @@ import time_machine
 
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, RunStatus
-from tests.integration.test_sweep_races import TRIALS, in_threads, make_partition
+from tests.integration.test_sweep_races import TRIALS, make_partition
+from tests.support.racing import release_together_or_raise
 from tests.support.team import START
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -51,8 +52,8 @@ def test_an_abort_racing_the_executing_worker_ends_the_run_cleanly_every_time(se
                     return "already ended"
                 return "aborted"
 
-            executed, aborted = in_threads(
-                [lambda run_id=run_id: runs.execute_run(run_id, worker="w"), abort]
+            executed, aborted = release_together_or_raise(
+                lambda run_id=run_id: runs.execute_run(run_id, worker="w"), abort
             )
         run = PreemptionRun.objects.get(pk=run_id)
         orders = EvictionOrder.objects.filter(run=run).count()

@@ -14,13 +14,10 @@ has a partition of its own, so trials are independent and nothing is flushed in 
 from __future__ import annotations
 
 import itertools
-import threading
-from collections.abc import Callable
 from datetime import timedelta
 
 import pytest
 import time_machine
-from django.db import connection
 from django.utils import timezone
 
 from preemption.model import Options
@@ -39,6 +36,7 @@ from scheduler_admin.enforcement.models import (
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from tests.support.racing import release_together_or_raise
 from tests.support.team import GB, START, task
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -97,32 +95,6 @@ def active_runs(name: str) -> list[str]:
     )
 
 
-def in_threads(calls: list[Callable[[], object]]) -> list[object]:
-    """Run the calls released at the same instant by a barrier, each in its own thread (and
-    database connection); re-raise the first failure."""
-    barrier = threading.Barrier(len(calls))
-    results: list[object] = [None] * len(calls)
-
-    def run(index: int) -> None:
-        try:
-            barrier.wait()
-            results[index] = calls[index]()
-        except BaseException as exc:
-            results[index] = exc
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(calls))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
-    for result in results:
-        if isinstance(result, BaseException):
-            raise result
-    return results
-
-
 def enforce(name: str, sweepers: int) -> dict[str, object]:
     """Sweep the due timers with ``sweepers`` sweepers at once, then keep executing the active
     runs (all at once) and sweeping (one sweeper, a second later each time) until nothing is
@@ -130,15 +102,15 @@ def enforce(name: str, sweepers: int) -> dict[str, object]:
     concurrent_runs: list[list[str]] = []
     clock = START + timedelta(seconds=2)
     with time_machine.travel(clock, tick=False):
-        in_threads([lambda now=clock: runs.sweep_due_quota_timers(now)] * sweepers)
+        release_together_or_raise(*[lambda now=clock: runs.sweep_due_quota_timers(now)] * sweepers)
     concurrent_runs.append(active_runs(name))
     for step in itertools.count():
         assert step < 20, "enforcement did not settle"
         # Active runs execute at once, as on a worker with several slots.
         active = PreemptionRun.objects.filter(partition__name=name, status__in=ACTIVE_RUN_STATUSES)
         with time_machine.travel(clock, tick=False):
-            in_threads(
-                [
+            release_together_or_raise(
+                *[
                     lambda run_id=run_id: runs.execute_run(run_id, worker=f"w{run_id}")
                     for run_id in active.values_list("pk", flat=True)
                 ]
@@ -237,9 +209,11 @@ def test_two_ask_sweepers_at_once_start_one_run_and_take_each_victim_once() -> N
         name = f"asks{trial}"
         make_ask_partition(name)
         with time_machine.travel(clock, tick=False):
-            created = in_threads([lambda: runs.sweep_pending_asks(clock)] * 2)
+            created = release_together_or_raise(*[lambda: runs.sweep_pending_asks(clock)] * 2)
             run_ids = [run_id for ids in created for run_id in ids]
-            in_threads([lambda run_id=r: runs.execute_run(run_id, worker="w") for r in run_ids])
+            release_together_or_raise(
+                *[lambda run_id=r: runs.execute_run(run_id, worker="w") for r in run_ids]
+            )
         evicted = list(
             EvictionOrder.objects.filter(partition__name=name).values_list(
                 "allocation_id", flat=True
