@@ -137,6 +137,15 @@ def _lock_run_creation(partition: Partition) -> None:
     Partition.objects.select_for_update().filter(pk=partition.pk).values_list("pk").first()
 
 
+def _creation_time(now: datetime) -> datetime:
+    """When a run is really created: the moment of the insert, under the run-creation lock,
+    not the sweep's ``now`` (taken when the sweep began). A sweep can begin before a related
+    run ends and create its run after; stamped with ``now``, the record would show two related
+    runs active at once although the database check ran after the first had ended. Never
+    earlier than ``now`` (due times are compared with it; tests pass it with a frozen clock)."""
+    return max(now, timezone.now())
+
+
 def _related_runs(partition: Partition, queue_path: str) -> QuerySet[PreemptionRun]:
     """Runs on ``queue_path``, an ancestor or a descendant."""
     parts = queue_path.split(".")
@@ -234,10 +243,11 @@ def _fire_timer(row: QuotaTimer, now: datetime, *, read_at: datetime) -> Preempt
             if _related_runs_ended_since(row.partition, row.queue_path, read_at):
                 logger.info("timer %s: a related run ended during the sweep; next sweep", row.pk)
                 return None
+            created = _creation_time(now)
             # Two sweepers can get here for the same timer: the conditional update lets exactly
             # one of them through (the other sees status != pending and updates nothing).
             fired = QuotaTimer.objects.filter(pk=row.pk, status=TimerStatus.PENDING).update(
-                status=TimerStatus.FIRED, ended_at=now
+                status=TimerStatus.FIRED, ended_at=created
             )
             if not fired:
                 return None
@@ -248,12 +258,12 @@ def _fire_timer(row: QuotaTimer, now: datetime, *, read_at: datetime) -> Preempt
                 trigger="quota_timer",
                 trigger_id=str(row.pk),
                 timer=row,
-                created_at=now,
+                created_at=created,
             )
             _run_event(
                 AuditKind.RUN_STARTED,
                 run,
-                at=now,
+                at=created,
                 summary=f"Quota preemption run {run.pk} of {row.queue_path} started "
                 f"(timer {row.pk} fell due at {row.due_at:%H:%M:%S} UTC)",
                 data={"run": run.pk, "timer": row.pk, "policy": run.policy},
@@ -410,6 +420,7 @@ def _start_ask_run(
             if stale:
                 logger.info("%s %s: no run this sweep: %s", trigger, trigger_id, stale)
                 return None
+            now = _creation_time(now)
             run = PreemptionRun.objects.create(
                 partition=partition,
                 policy=plan.policy,

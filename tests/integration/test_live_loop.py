@@ -58,6 +58,8 @@ from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
 from scheduler_admin.queues.yaml_io import parse_queues_yaml
 from tests.api.conftest import client_for
+from tests.integration.test_sweep_races import TRIALS as RACE_TRIALS
+from tests.integration.test_sweep_races import make_partition as make_race_partition
 from tests.support.processes import (
     ManagedProcess,
     describe,
@@ -609,6 +611,60 @@ def test_two_workers_sweeping_at_the_same_moment_start_exactly_one_run_per_due_t
     assert races >= 50
     assert PreemptionRun.objects.count() == races
     assert EvictionOrder.objects.count() == races  # every run preempted its one task, once
+
+
+def test_two_workers_sweeping_a_leaf_and_its_parent_at_once_preempt_what_one_sweeper_does(
+    live: LiveLoop,
+) -> None:
+    """Two beats (a double deployment): two worker processes receive a sweep at the same moment
+    while a leaf and its parent are both due, 10 times over. One sweeper alone runs the leaf,
+    then the parent on what the leaf's run left: 6 of the 16 tasks. The two sweepers must do
+    exactly that; and, read afterwards from the runs' own times, no two related runs were ever
+    active at once (``tests/integration/test_sweep_races.py`` has the same race in threads)."""
+    workers = [
+        live.worker("sweeper-a", concurrency=2),
+        live.worker("sweeper-b", concurrency=2),
+    ]
+    for trial in range(RACE_TRIALS):
+        name = f"beats{trial}"
+        make_race_partition(name)  # both timers are already due
+        first = [live.send("sweep_due_quota_timers"), live.send("sweep_due_quota_timers")]
+        wait_until(
+            lambda first=first: all(task_logged(workers, s, "succeeded") for s in first),
+            30,
+            message=f"trial {trial}: the two sweeps did not both finish",
+            watch=workers,
+        )
+
+        def settled(name: str = name) -> bool:
+            pending = QuotaTimer.objects.filter(partition__name=name, status=TimerStatus.PENDING)
+            active = PreemptionRun.objects.filter(
+                partition__name=name, status__in=[RunStatus.PENDING, RunStatus.RUNNING]
+            )
+            if pending.exists() or active.exists():
+                live.send("sweep_due_quota_timers")  # the next beat tick
+                return False
+            return True
+
+        wait_until(settled, 60, interval=1.0, message=f"trial {trial} never settled",
+                   watch=workers)  # fmt: skip
+        trial_runs = list(
+            PreemptionRun.objects.filter(partition__name=name).order_by("created_at", "pk")
+        )
+        assert [(r.queue_path, r.outcome) for r in trial_runs] == [
+            ("root.team.b", "complete"),
+            ("root.team", "complete"),
+        ], f"trial {trial}"
+        for one, other in itertools.combinations(trial_runs, 2):
+            overlap = one.created_at < other.finished_at and other.created_at < one.finished_at
+            assert not overlap, f"trial {trial}: runs {one.pk} and {other.pk} overlapped"
+            # The same, by the order the audit rows were written (no clock involved): the later
+            # run started after the earlier one had finished.
+            events = AuditEvent.objects.filter(object_type="run")
+            finished = events.get(kind=AuditKind.RUN_FINISHED, object_id=str(one.pk)).pk
+            started = events.get(kind=AuditKind.RUN_STARTED, object_id=str(other.pk)).pk
+            assert started > finished, f"trial {trial}: {other.pk} started before {one.pk} ended"
+        assert EvictionOrder.objects.filter(partition__name=name).count() == 6, f"trial {trial}"
 
 
 # --- 4. A worker dies in the middle of a run ----------------------------------------------------
