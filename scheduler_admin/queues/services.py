@@ -328,13 +328,16 @@ def revert_config(
     )
 
 
-def get_partition(name: str) -> Partition:
+def get_partition(name: str, *, lock: bool = False) -> Partition:
+    """The partition called ``name`` (``NotFound`` if none); with ``lock``, its row is locked
+    for the rest of the transaction."""
     if "\x00" in name:  # PostgreSQL text cannot hold NUL: no partition can have this name
         raise NotFound(f"partition {name!r} does not exist")
-    try:
-        return Partition.objects.get(name=name)
-    except Partition.DoesNotExist:
-        raise NotFound(f"partition {name!r} does not exist") from None
+    partitions = Partition.objects.select_for_update() if lock else Partition.objects
+    partition = partitions.filter(name=name).first()
+    if partition is None:
+        raise NotFound(f"partition {name!r} does not exist")
+    return partition
 
 
 def settings_for_import(name: str) -> PartitionSettings:
@@ -364,7 +367,7 @@ def _save_config(
     if create:
         partition, created = _lock_or_create_partition(name)
     else:
-        partition, created = _lock_partition(name), False
+        partition, created = get_partition(name, lock=True), False
     if expected_revision is not None and expected_revision != partition.version:
         raise StaleVersion(
             f"partition {partition.name!r} is at version {partition.version}, "
@@ -430,16 +433,6 @@ def _save_config(
         },
     )
     return SaveResult(partition=partition, revision=revision)
-
-
-def _lock_partition(name: str) -> Partition:
-    """Lock an existing partition's row for the rest of the transaction (``NotFound`` if none)."""
-    if "\x00" in name:
-        raise NotFound(f"partition {name!r} does not exist")
-    partition = Partition.objects.select_for_update().filter(name=name).first()
-    if partition is None:
-        raise NotFound(f"partition {name!r} does not exist")
-    return partition
 
 
 def _keep_product_settings(imported: PartitionConfig, current: PartitionConfig) -> PartitionConfig:
