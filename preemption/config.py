@@ -26,6 +26,9 @@ PREEMPTION_POLICIES = ("default", "fence", "disabled")
 PROPERTY_POLICY = "preemption.policy"
 PROPERTY_DELAY = "preemption.delay"
 PROPERTY_QUOTA_DELAY = "quota.preemption.delay"
+PROPERTY_ASK_BACKOFF_DELAY = "application.unschedasks.backoff.delay"
+#: Properties YuniKorn reads as Go durations; stored and exported with a unit (``durations``).
+DURATION_PROPERTIES = (PROPERTY_DELAY, PROPERTY_QUOTA_DELAY, PROPERTY_ASK_BACKOFF_DELAY)
 
 #: Version of the snapshot layout, stored in every snapshot so old revisions stay readable.
 SNAPSHOT_FORMAT = 1

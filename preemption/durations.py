@@ -1,33 +1,61 @@
-"""Durations in whole seconds, written as plain seconds or Go-style strings such as "1h30m".
+"""Durations as YuniKorn reads them: Go's ``time.ParseDuration`` syntax, plus plain seconds.
 
-Preemption delays and priority windows are configured in seconds; sub-second precision would
-suggest a timing accuracy the scheduler does not have, so only the units ``h``, ``m`` and ``s``
-are accepted, each at most once and in that order. ``format_duration`` produces the canonical
-form, and ``parse_duration(format_duration(x)) == x`` for every non-negative ``x``.
+YuniKorn reads every delay property (``preemption.delay``, ``quota.preemption.delay``, ...) with
+Go's ``time.ParseDuration``: an optional sign, then one or more ``<decimal><unit>`` parts in any
+order, units ``ns us µs ms s m h`` (``"50ms"``, ``"1.5m"``, ``"1h0m30s"``, ``"30m1h"``). A number
+without a unit (``"60"``) is an error to Go, and YuniKorn then silently falls back to the default
+(for ``quota.preemption.delay``: 0, quota preemption off). This product also accepts integer
+seconds, the spelling of seed 001, and **stores and exports every duration property with a unit**
+(``duration_spelling``: ``60`` becomes ``"60s"``; a Go duration is kept as the admin wrote it), so
+an export means to YuniKorn exactly what it means here.
+
+Values are exact: ``parse_go_duration`` returns nanoseconds, computed as Go computes them
+(fractions go through a float64 exactly as in Go, so both sides agree to the nanosecond).
+Timers work in whole seconds and round a sub-second remainder up (``parse_duration``): a
+``50ms`` delay waits one second, never zero.
 """
 
 from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_DURATION", "DurationError", "format_duration", "parse_duration"]
+__all__ = [
+    "MAX_DURATION",
+    "NANOSECONDS_PER_SECOND",
+    "DurationError",
+    "duration_spelling",
+    "format_duration",
+    "parse_duration",
+    "parse_go_duration",
+]
 
 MAX_DURATION = 2**31 - 1
-"""Largest accepted number of seconds (about 68 years): delays are stored in PostgreSQL
+"""Largest accepted duration in seconds (about 68 years): delays are stored in PostgreSQL
 ``integer`` columns and added to timestamps, so a longer one would overflow the column or the
-date arithmetic. It mirrors ``scheduler_admin.limits.DURATION_MAX_SECONDS``."""
+date arithmetic. It mirrors ``scheduler_admin.limits.DURATION_MAX_SECONDS``. Go itself allows
+up to about 292 years; a delay that long is refused here (a deliberate difference)."""
 
-_UNIT_SECONDS: dict[str, int] = {"h": 3600, "m": 60, "s": 1}
-"""Accepted units in the order they must appear."""
+NANOSECONDS_PER_SECOND = 10**9
 
-_SUB_SECOND_UNITS = frozenset({"ms", "us", "µs", "μs", "ns"})
-_MAX_PART_DIGITS = 19
-"""Longest number converted in one part; longer ones exceed ``MAX_DURATION`` anyway."""
+_UNIT_NANOSECONDS: dict[str, int] = {
+    "ns": 1,
+    "us": 1_000,
+    "µs": 1_000,  # U+00B5 MICRO SIGN
+    "μs": 1_000,  # U+03BC GREEK SMALL LETTER MU
+    "ms": 1_000_000,
+    "s": NANOSECONDS_PER_SECOND,
+    "m": 60 * NANOSECONDS_PER_SECOND,
+    "h": 3600 * NANOSECONDS_PER_SECOND,
+}
+_UNITS_TEXT = "ns, us, µs, ms, s, m or h"
 
-_DIGITS_RE = re.compile(r"[0-9]+")
-# One "<int><unit>" part. The unit is any run of non-digits so that unknown or badly spaced
-# units are reported by name instead of as a generic syntax error.
-_PART_RE = re.compile(r"([0-9]+)([^0-9]*)")
+_MAX_NANOSECONDS = MAX_DURATION * NANOSECONDS_PER_SECOND
+_MAX_DIGITS = 40
+"""Longest digit run converted; anything longer is far beyond ``MAX_DURATION`` in any unit, and
+refusing it before ``int()`` keeps a hostile input from costing quadratic time."""
+
+_INTEGER_SECONDS_RE = re.compile(r"[+-]?[0-9]+")
+_GO_INT64_LIMIT = 1 << 63
 _MAX_QUOTE = 80
 """Longest quoted input in an error message."""
 _MAXIMUM = f"maximum is {MAX_DURATION} seconds, about 68 years"
@@ -49,88 +77,132 @@ class DurationError(ValueError):
         return (type(self), (self.field, self.message))
 
 
-def parse_duration(value: object, *, field: str) -> int:
-    """Parse a duration into whole seconds.
+def parse_go_duration(value: object, *, field: str) -> int:
+    """Parse a duration into signed nanoseconds.
 
-    Accepts an ``int`` (seconds), a string of digits (seconds) or a Go-style string like
-    ``"1h30m"``. ``bool`` and ``float`` are rejected because they are almost certainly config
-    mistakes. Raises ``DurationError`` naming ``field`` on anything else.
+    Accepts an ``int`` (seconds), a string of digits (seconds, optionally signed) or Go's
+    duration syntax. ``bool`` and ``float`` are refused because they are almost certainly config
+    mistakes (``1.5`` seconds is written ``"1.5s"``). Raises ``DurationError`` naming ``field``.
     """
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise DurationError(
             field,
             f"{_quote(value)} is not a duration; "
-            "use whole seconds (e.g. 90) or a string like '1h30m'",
+            "use whole seconds (e.g. 90) or a Go duration such as '90s', '1h30m' or '500ms'",
         )
     if isinstance(value, int):
-        return _check_seconds(value, value, field)
-    return _check_seconds(_parse_text(value, field), value, field)
+        return _check_range(value * NANOSECONDS_PER_SECOND, value, field)
+    text = value.strip()
+    if not text:
+        raise DurationError(field, f"{_quote(value)} is not a duration: the value is empty")
+    if _INTEGER_SECONDS_RE.fullmatch(text):
+        digits = text.lstrip("+-")
+        seconds = _to_int(digits, value, field) * (-1 if text.startswith("-") else 1)
+        return _check_range(seconds * NANOSECONDS_PER_SECOND, value, field)
+    return _check_range(_parse_go_syntax(text, value, field), value, field)
 
 
-def _parse_text(text: str, field: str) -> int:
-    """Parse the string form: plain seconds or ``<int><unit>`` parts in h, m, s order."""
-    stripped = text.strip()
-    if not stripped:
-        raise DurationError(field, f"{_quote(text)} is not a duration: the value is empty")
-    if stripped.startswith("-"):
-        raise DurationError(field, f"{_quote(text)} must not be negative")
-    if _DIGITS_RE.fullmatch(stripped):
-        return _to_int(stripped, text, field)
-    if "." in stripped:
-        raise DurationError(field, f"{_quote(text)}: fractional durations are not allowed")
-    if _DIGITS_RE.match(stripped) is None:
-        raise DurationError(
-            field, f"{_quote(text)} is not a duration; use e.g. '90', '30s' or '1h30m'"
-        )
-    return _sum_parts(stripped, text, field)
+def parse_duration(value: object, *, field: str) -> int:
+    """Parse a non-negative duration into whole seconds, a sub-second remainder rounded up
+    (what timers use: ``"1.2s"`` waits 2 s, ``"50ms"`` 1 s)."""
+    nanoseconds = parse_go_duration(value, field=field)
+    if nanoseconds < 0:
+        raise DurationError(field, f"{_quote(value)} must not be negative")
+    return -(-nanoseconds // NANOSECONDS_PER_SECOND)  # integer ceiling division
 
 
-def _sum_parts(stripped: str, text: str, field: str) -> int:
-    """Add up the parts of a Go-style duration, checking units, order and repetition."""
+def duration_spelling(value: object, *, field: str) -> str:
+    """The spelling a duration is stored, shown and exported in: always with a unit.
+
+    Integer seconds (``60``, ``"60"``) become ``"60s"``; a Go duration is kept as written (minus
+    surrounding blanks), since Go reads it exactly as this product does and the admin's
+    ``"1h30m"`` reads better than any rewrite. Raises ``DurationError`` when ``value`` is not a
+    duration at all.
+    """
+    parse_go_duration(value, field=field)
+    if isinstance(value, int):
+        return f"{value}s"
+    text = str(value).strip()
+    if _INTEGER_SECONDS_RE.fullmatch(text):
+        sign = "-" if text.startswith("-") else ""
+        return f"{sign}{int(text.lstrip('+-'))}s"
+    return text
+
+
+def _parse_go_syntax(text: str, original: str, field: str) -> int:
+    """``[-+]?([0-9]*(\\.[0-9]*)?[a-zµμ]+)+`` with Go's arithmetic (see ``time.ParseDuration``)."""
+    negative = text[0] == "-"
+    rest = text[1:] if text[0] in "+-" else text
+    if rest == "0":
+        return 0
+    if not rest:
+        raise DurationError(field, f"{_quote(original)} is not a duration")
     total = 0
-    previous_rank = -1
-    units = list(_UNIT_SECONDS)
-    for number, unit in _PART_RE.findall(stripped):
-        if unit == "":
-            raise DurationError(
-                field, f"{_quote(text)}: the number {number} has no unit (h, m or s)"
-            )
-        if unit in _SUB_SECOND_UNITS:
+    while rest:
+        if not (rest[0] == "." or (rest[0].isascii() and rest[0].isdigit())):
             raise DurationError(
                 field,
-                f"{_quote(text)}: unit {_quote(unit)} is not supported; "
-                "durations are whole seconds",
+                f"{_quote(original)} is not a duration; use e.g. '90s', '1h30m', '1.5m' or '500ms'",
             )
-        if unit not in _UNIT_SECONDS:
+        whole_digits, rest = _leading_digits(rest)
+        fraction_digits = ""
+        if rest.startswith("."):
+            fraction_digits, rest = _leading_digits(rest[1:])
+        if not whole_digits and not fraction_digits:
+            raise DurationError(field, f"{_quote(original)}: a '.' without digits")
+        unit_end = 0
+        while unit_end < len(rest) and not (
+            rest[unit_end] == "." or (rest[unit_end].isascii() and rest[unit_end].isdigit())
+        ):
+            unit_end += 1
+        unit, rest = rest[:unit_end], rest[unit_end:]
+        if not unit:
+            number = whole_digits + (f".{fraction_digits}" if fraction_digits else "")
             raise DurationError(
-                field, f"{_quote(text)}: unknown unit {_quote(unit)}; use h, m or s"
+                field, f"{_quote(original)}: the number {number} has no unit ({_UNITS_TEXT})"
             )
-        rank = units.index(unit)
-        if rank == previous_rank:
+        scale = _UNIT_NANOSECONDS.get(unit)
+        if scale is None:
             raise DurationError(
-                field, f"{_quote(text)}: unit {_quote(unit)} appears more than once"
+                field, f"{_quote(original)}: unknown unit {_quote(unit)}; use {_UNITS_TEXT}"
             )
-        if rank < previous_rank:
-            raise DurationError(field, f"{_quote(text)}: units must appear in the order h, m, s")
-        previous_rank = rank
-        total += _to_int(number, text, field) * _UNIT_SECONDS[unit]
-    return total
+        total += _to_int(whole_digits or "0", original, field) * scale
+        total += _fraction_nanoseconds(fraction_digits, scale)
+        if total > _MAX_NANOSECONDS:
+            raise DurationError(field, f"{_quote(original)} is too large ({_MAXIMUM})")
+    return -total if negative else total
 
 
-def _to_int(digits: str, text: str, field: str) -> int:
+def _leading_digits(text: str) -> tuple[str, str]:
+    end = 0
+    while end < len(text) and text[end].isascii() and text[end].isdigit():
+        end += 1
+    return text[:end], text[end:]
+
+
+def _fraction_nanoseconds(digits: str, scale: int) -> int:
+    """The fraction's share of one unit, as Go computes it: the digits as an integer (digits
+    past int64's range ignored), times ``unit / 10**len`` in float64, truncated."""
+    value, divisor = 0, 1.0
+    for char in digits:
+        following = value * 10 + int(char)
+        if following > _GO_INT64_LIMIT or value > (_GO_INT64_LIMIT - 1) // 10:
+            break
+        value, divisor = following, divisor * 10
+    return int(float(value) * (float(scale) / divisor)) if value else 0
+
+
+def _to_int(digits: str, original: object, field: str) -> int:
     """Convert a digit string, refusing huge ones before ``int()`` has to deal with them."""
-    if len(digits.lstrip("0")) > _MAX_PART_DIGITS:
-        raise DurationError(field, f"{_quote(text)} is too large ({_MAXIMUM})")
+    if len(digits.lstrip("0")) > _MAX_DIGITS:
+        raise DurationError(field, f"{_quote(original)} is too large ({_MAXIMUM})")
     return int(digits)
 
 
-def _check_seconds(seconds: int, original: object, field: str) -> int:
-    """Reject negative and out-of-range totals."""
-    if seconds < 0:
-        raise DurationError(field, f"{_quote(original)} must not be negative")
-    if seconds > MAX_DURATION:
+def _check_range(nanoseconds: int, original: object, field: str) -> int:
+    if abs(nanoseconds) > _MAX_NANOSECONDS:
         raise DurationError(field, f"{_quote(original)} is too large ({_MAXIMUM})")
-    return seconds
+    return nanoseconds
 
 
 def _quote(value: object) -> str:
@@ -145,9 +217,10 @@ def _quote(value: object) -> str:
 
 
 def format_duration(seconds: int) -> str:
-    """Format seconds canonically ("1h30m", "45s", "0s"), omitting zero parts.
+    """Format whole seconds as a Go duration without zero parts ("1h30m", "45s", "0s").
 
-    The result is accepted by ``parse_duration`` and gives back the same number of seconds.
+    Used for the product's own whole-second settings and timer texts. The result is valid Go
+    syntax, accepted by ``parse_duration``, and gives back the same number of seconds.
     """
     if seconds < 0:
         raise ValueError(f"cannot format a negative duration: {seconds}")

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from preemption import resources
 from preemption.config import (
     ASK_POLICIES,
+    DURATION_PROPERTIES,
     PREEMPTION_POLICIES,
     PROPERTY_DELAY,
     PROPERTY_MAX_LENGTH,
@@ -31,7 +32,13 @@ from preemption.config import (
     shown,
     text_problem,
 )
-from preemption.durations import MAX_DURATION, DurationError, parse_duration
+from preemption.durations import (
+    MAX_DURATION,
+    DurationError,
+    duration_spelling,
+    parse_duration,
+    parse_go_duration,
+)
 
 #: YuniKorn's rule for queue names (and ours for partition names).
 NAME_PATTERN = re.compile(r"[a-zA-Z0-9_:#/@-]{1,64}")  # always used with fullmatch
@@ -221,6 +228,8 @@ def _policy_of(queue: QueueConfig) -> str | None:
 
 
 def _duration_property(queue: QueueConfig, key: str) -> int | None:
+    """A duration property in whole seconds (a sub-second remainder rounds up); None when the
+    queue does not set it or sets something that is not a non-negative duration."""
     value = queue.properties.get(key)
     if value is None:
         return None
@@ -228,6 +237,35 @@ def _duration_property(queue: QueueConfig, key: str) -> int | None:
         return parse_duration(value, field=key)
     except DurationError:
         return None
+
+
+def normalized_config(config: PartitionConfig) -> PartitionConfig:
+    """``config`` with every duration property in its stored spelling (``duration_spelling``:
+    integer seconds get their unit, ``60`` -> ``60s``), so what is saved, shown and exported
+    means the same to YuniKorn as to this product. Values that are not durations are left for
+    validation to report."""
+    queues = tuple(_normalized_queue(queue) for queue in config.queues)
+    if queues == config.queues:
+        return config
+    return replace(config, queues=queues)
+
+
+def _normalized_queue(queue: QueueConfig) -> QueueConfig:
+    properties = normalized_properties(queue.properties)
+    return queue if properties == queue.properties else replace(queue, properties=properties)
+
+
+def normalized_properties(properties: Mapping[str, str]) -> Mapping[str, str]:
+    """``properties`` with each duration property given its unit (see ``normalized_config``)."""
+    changed = dict(properties)
+    for key in DURATION_PROPERTIES:
+        value = properties.get(key)
+        if isinstance(value, str):
+            try:
+                changed[key] = duration_spelling(value, field=key)
+            except DurationError:
+                continue
+    return properties if changed == dict(properties) else changed
 
 
 def validate_config(config: PartitionConfig) -> list[ConfigError]:
@@ -243,11 +281,35 @@ def validate_config(config: PartitionConfig) -> list[ConfigError]:
     if structure:
         return errors + structure
     hierarchy = Hierarchy(config)
-    for queue in config.queues:
+    resource_errors = [_resource_value_errors(queue) for queue in config.queues]
+    passed_up = (
+        None if any(resource_errors) else guarantees_passed_up(hierarchy)
+    )  # the sums need valid numbers
+    for queue, value_errors in zip(config.queues, resource_errors, strict=True):
         errors.extend(property_errors(queue))
         errors.extend(_extra_errors(queue.path, queue.extra))
-        errors.extend(_queue_resource_errors(hierarchy, queue))
+        if value_errors or passed_up is None:
+            errors.extend(value_errors)
+        else:
+            errors.extend(_queue_resource_errors(hierarchy, queue, passed_up))
     return errors
+
+
+def guarantees_passed_up(hierarchy: Hierarchy) -> dict[str, dict[str, int]]:
+    """What each queue's guarantee counts as in its parent's sum, as YuniKorn checks it
+    (``checkQueueResource``): its own guarantee when it sets one (any non-zero value), else the
+    sum of its children's, so a parent that guarantees nothing passes its children's guarantees
+    up to the grandparent instead of hiding them."""
+    passed: dict[str, dict[str, int]] = {}
+    for queue in reversed(hierarchy.config.queues):  # children before parents
+        if any(queue.guaranteed.values()):
+            passed[queue.path] = dict(queue.guaranteed)
+            continue
+        total: dict[str, int] = {}
+        for child in hierarchy.children(queue.path):
+            total = resources.add(total, passed[child])
+        passed[queue.path] = total
+    return passed
 
 
 def config_notices(config: PartitionConfig) -> list[ConfigError]:
@@ -310,6 +372,7 @@ def _structure_errors(config: PartitionConfig) -> list[ConfigError]:
             errors.append(ConfigError(queue.path, "name", f"duplicate queue name {queue.name!r}"))
         by_path[queue.path] = queue
 
+    errors.extend(_case_clash_errors(config.queues))
     roots = [queue for queue in config.queues if queue.parent is None]
     if [queue.path for queue in roots] != [ROOT]:
         errors.append(ConfigError(None, "queues", "there must be exactly one top queue, 'root'"))
@@ -339,6 +402,29 @@ def _structure_errors(config: PartitionConfig) -> list[ConfigError]:
             errors.append(ConfigError(queue.path, "parent", "queue parents form a cycle"))
         elif queue.path != f"{queue.parent}.{queue.name}":
             errors.append(ConfigError(queue.path, "path", f"must be {queue.parent}.{queue.name}"))
+    return errors
+
+
+def _case_clash_errors(queues: Iterable[QueueConfig]) -> list[ConfigError]:
+    """Siblings whose names differ only in case: YuniKorn lower-cases queue names, so to it they
+    are one queue (its validator refuses them); the error names both spellings."""
+    errors: list[ConfigError] = []
+    first_spelling: dict[tuple[str | None, str], QueueConfig] = {}
+    for queue in queues:
+        if not isinstance(queue.name, str):
+            continue
+        key = (queue.parent.lower() if queue.parent else None, queue.name.lower())
+        earlier = first_spelling.setdefault(key, queue)
+        if earlier is not queue and earlier.name != queue.name:
+            errors.append(
+                ConfigError(
+                    queue.path,
+                    "name",
+                    f"{queue.name!r} and {earlier.name!r} under {queue.parent} differ only in "
+                    "case; YuniKorn compares queue names case-insensitively, so they would be one "
+                    "queue",
+                )
+            )
     return errors
 
 
@@ -383,24 +469,30 @@ def property_errors(queue: QueueConfig) -> list[ConfigError]:
                 f"{policy!r} is not one of {', '.join(PREEMPTION_POLICIES)}",
             )
         )
-    for key, minimum in ((PROPERTY_DELAY, 1), (PROPERTY_QUOTA_DELAY, 0)):
+    for key in DURATION_PROPERTIES:
         value = queue.properties.get(key)
         if not isinstance(value, str):
             continue
         try:
-            seconds = parse_duration(value, field=key)
+            nanoseconds = parse_go_duration(value, field=key)
         except DurationError as exc:
             errors.append(ConfigError(queue.path, f"properties.{key}", exc.message))
             continue
-        if seconds < minimum:
+        # YuniKorn refuses a delay <= 0 and falls back to its default; 0 is how a queue turns
+        # quota preemption off, so only that one may be 0.
+        if nanoseconds < 0:
             errors.append(
-                ConfigError(queue.path, f"properties.{key}", f"must be at least {minimum}s")
+                ConfigError(queue.path, f"properties.{key}", f"{value!r} must not be negative")
+            )
+        elif nanoseconds == 0 and key != PROPERTY_QUOTA_DELAY:
+            errors.append(
+                ConfigError(queue.path, f"properties.{key}", f"{value!r}: must be more than 0s")
             )
     return errors
 
 
-def _queue_resource_errors(hierarchy: Hierarchy, queue: QueueConfig) -> list[ConfigError]:
-    """Rules between the queue's own values, its parent and its children (SPEC 3.2)."""
+def _resource_value_errors(queue: QueueConfig) -> list[ConfigError]:
+    """Resource names and values that are not storable names and quantities >= 0."""
     errors: list[ConfigError] = []
     for kind in ("guaranteed", "max"):
         for name, value in getattr(queue, kind).items():
@@ -420,9 +512,14 @@ def _queue_resource_errors(hierarchy: Hierarchy, queue: QueueConfig) -> list[Con
                 )
             elif not _is_int(value) or value < 0:
                 errors.append(ConfigError(queue.path, f"{kind}.{name}", "must be a quantity >= 0"))
-    if errors:
-        return errors
+    return errors
 
+
+def _queue_resource_errors(
+    hierarchy: Hierarchy, queue: QueueConfig, passed_up: Mapping[str, Mapping[str, int]]
+) -> list[ConfigError]:
+    """Rules between the queue's own values, its parent and its children (SPEC 3.2)."""
+    errors: list[ConfigError] = []
     if queue.path == ROOT:
         if queue.guaranteed or queue.max:
             errors.append(ConfigError(ROOT, "resources", "the root queue carries no resources"))
@@ -451,7 +548,7 @@ def _queue_resource_errors(hierarchy: Hierarchy, queue: QueueConfig) -> list[Con
                 )
             )
 
-    errors.extend(_children_guarantee_errors(hierarchy, queue))
+    errors.extend(_children_guarantee_errors(hierarchy, queue, passed_up))
 
     delay = hierarchy.effective_quota_delay(queue.path)
     if isinstance(delay.value, int) and delay.value > 0:
@@ -468,13 +565,26 @@ def _queue_resource_errors(hierarchy: Hierarchy, queue: QueueConfig) -> list[Con
     return errors
 
 
-def _children_guarantee_errors(hierarchy: Hierarchy, queue: QueueConfig) -> list[ConfigError]:
-    children = [hierarchy.queues[path] for path in hierarchy.children(queue.path)]
+def _children_guarantee_errors(
+    hierarchy: Hierarchy, queue: QueueConfig, passed_up: Mapping[str, Mapping[str, int]]
+) -> list[ConfigError]:
+    """The children's guarantees (each child's own, or what a child that sets none passes up
+    from below) must fit this queue's guarantee, where it sets that type, and its effective
+    max."""
+    children = hierarchy.children(queue.path)
     if not children:
         return []
     total: dict[str, int] = {}
     for child in children:
-        total = resources.add(total, child.guaranteed)
+        total = resources.add(total, passed_up[child])
+    through = [child for child in children if passed_up[child] and not any(
+        hierarchy.queues[child].guaranteed.values())]  # fmt: skip
+    origin = (
+        f" (with the guarantees below {', '.join(through)}, which sets no guarantee of its own "
+        "and so passes its children's up, as YuniKorn counts them)"
+        if through
+        else ""
+    )
     errors = []
     own_max = hierarchy.effective_max(queue.path)
     for name, value in sorted(total.items()):
@@ -484,7 +594,7 @@ def _children_guarantee_errors(hierarchy: Hierarchy, queue: QueueConfig) -> list
                     queue.path,
                     f"guaranteed.{name}",
                     f"children's guarantees add up to {_fmt(name, value)}, above this queue's "
-                    f"guarantee {_fmt(name, queue.guaranteed[name])}",
+                    f"guarantee {_fmt(name, queue.guaranteed[name])}{origin}",
                 )
             )
         if name in own_max and value > own_max[name]:
@@ -493,7 +603,7 @@ def _children_guarantee_errors(hierarchy: Hierarchy, queue: QueueConfig) -> list
                     queue.path,
                     f"max.{name}",
                     f"children's guarantees add up to {_fmt(name, value)}, above this queue's "
-                    f"effective max {_fmt(name, own_max[name])}",
+                    f"effective max {_fmt(name, own_max[name])}{origin}",
                 )
             )
     return errors

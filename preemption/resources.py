@@ -137,7 +137,7 @@ class ResourceErrors(ValueError):
 # --------------------------------------------------------------------------------------------
 
 
-def parse_quantity(value: object, *, resource: str, field: str) -> int:
+def parse_quantity(value: object, *, resource: str, field: str, yunikorn: bool = False) -> int:
     """Parse one quantity of ``resource`` into its canonical integer unit.
 
     ``value`` is an ``int`` (as YAML or JSON deliver bare numbers) or a string such as
@@ -145,9 +145,16 @@ def parse_quantity(value: object, *, resource: str, field: str) -> int:
     is in millicores. ``bool`` and ``float`` are rejected: ``True`` is almost certainly a
     mistake, and a float may already have lost precision before it reached us.
 
+    Blanks between the number and the suffix are allowed (``"10 Gi"``), as YuniKorn allows
+    them. With ``yunikorn`` the text must also follow YuniKorn's own quantity grammar, which is
+    stricter than Kubernetes': whole numbers only (``"1.5G"`` is refused) and ``m`` only for
+    ``vcore``; a ``queues.yaml`` is read this way so that nothing YuniKorn refuses is imported.
+
     Raises ``QuantityError`` naming ``field`` when the value is not an exact, non-negative
     integer amount of the canonical unit, or exceeds ``MAX_QUANTITY``.
     """
+    if value is None:
+        raise QuantityError(field, "empty value; write a quantity such as 10 or '10Gi'")
     if isinstance(value, bool):
         raise QuantityError(
             field, f"{_quote(value)} is not a quantity; use a number such as 10 or '10Gi'"
@@ -161,13 +168,13 @@ def parse_quantity(value: object, *, resource: str, field: str) -> int:
             "so that it is parsed exactly",
         )
     if isinstance(value, str):
-        return _check_range(_parse_text(value, resource, field), value, field)
+        return _check_range(_parse_text(value, resource, field, yunikorn), value, field)
     raise QuantityError(
         field, f"{_quote(value)} is not a quantity; expected an integer or a string such as '10Gi'"
     )
 
 
-def _parse_text(text: str, resource: str, field: str) -> int:
+def _parse_text(text: str, resource: str, field: str, yunikorn: bool) -> int:
     """Parse the string form of a quantity (number plus optional suffix) exactly."""
     stripped = text.strip()
     if not stripped:
@@ -175,11 +182,24 @@ def _parse_text(text: str, resource: str, field: str) -> int:
     match = _QUANTITY_RE.fullmatch(stripped)
     if match is None:
         raise QuantityError(field, f"{_quote(text)} is not a number")
-    number, suffix = match["number"], match["suffix"]
+    number, suffix = match["number"], match["suffix"].lstrip(" \t")
     if match["sign"]:
         raise QuantityError(field, f"{_quote(text)} must not be negative")
+    if yunikorn and "." in number:
+        example = _whole_example(number, suffix, resource)
+        raise QuantityError(
+            field,
+            f"{_quote(text)}: YuniKorn takes whole numbers only (no decimal point)"
+            + (f"; write {example!r}" if example else ""),
+        )
+    if yunikorn and suffix == "m" and resource != VCORE:
+        raise QuantityError(
+            field, f"{_quote(text)}: the suffix 'm' (milli) is only allowed for vcore"
+        )
     if suffix not in _MULTIPLIERS:
-        hint = "; spaces are not allowed inside a quantity" if suffix[:1].isspace() else ""
+        hint = (
+            "; spaces are not allowed inside a suffix" if any(c.isspace() for c in suffix) else ""
+        )
         raise QuantityError(
             field,
             f"unknown suffix {_quote(suffix)} in {_quote(text)}; "
@@ -188,6 +208,22 @@ def _parse_text(text: str, resource: str, field: str) -> int:
     if len(number) > _MAX_DIGITS:
         raise QuantityError(field, f"{_quote(text)} has more than {_MAX_DIGITS} digits")
     return _scale(Fraction(number) * _MULTIPLIERS[suffix], resource, text, field)
+
+
+def _whole_example(number: str, suffix: str, resource: str) -> str | None:
+    """The same amount as a whole number with a smaller suffix ("1.5Gi" -> "1536Mi", a vcore
+    "0.5" -> "500m"), or None when it is not a whole number of the unit at all."""
+    amount = Fraction(number) * _MULTIPLIERS.get(suffix, Fraction(1))
+    if resource == VCORE:
+        millicores = amount * 1000
+        return f"{int(millicores)}m" if millicores.denominator == 1 else None
+    if amount.denominator != 1:
+        return None
+    for smaller in ("Ei", "Pi", "Ti", "Gi", "Mi", "Ki", "E", "P", "T", "G", "M", "k"):
+        factor = _MULTIPLIERS[smaller]
+        if amount >= factor and (amount / factor).denominator == 1:
+            return f"{int(amount / factor)}{smaller}"
+    return str(int(amount))
 
 
 def _scale(amount: Fraction, resource: str, original: object, field: str) -> int:
@@ -226,7 +262,7 @@ def _quote(value: object) -> str:
     return text if len(text) <= _MAX_QUOTE else text[: _MAX_QUOTE - 3] + "..."
 
 
-def parse_resources(raw: object, *, field: str) -> dict[str, int]:
+def parse_resources(raw: object, *, field: str, yunikorn: bool = False) -> dict[str, int]:
     """Parse a mapping of resource name to quantity, e.g. a queue's ``resources.max``.
 
     ``None`` (an absent section) is an empty resource set. All problems are collected and
@@ -246,7 +282,9 @@ def parse_resources(raw: object, *, field: str) -> dict[str, int]:
             )
             continue
         try:
-            result[name] = parse_quantity(value, resource=name, field=f"{field}.{name}")
+            result[name] = parse_quantity(
+                value, resource=name, field=f"{field}.{name}", yunikorn=yunikorn
+            )
         except QuantityError as error:
             errors.append(error)
     if errors:

@@ -4,9 +4,19 @@ Works on already-loaded plain data (dicts, lists, scalars), so the engine stays 
 dependency; reading the file safely (``safe_load``, size cap, no aliases) is the caller's job.
 
 The parser is strict like YuniKorn's (``KnownFields(true)``): a key YuniKorn does not know is an
-error. Keys YuniKorn knows but the product does not act on are kept verbatim in ``extra`` and
-written back on export. Every error carries the path of the offending value, e.g.
-``partitions[0].queues[0].queues[1].resources.max.memory``, and all of them are reported at once.
+error. Keys YuniKorn knows but the product does not act on are kept verbatim in ``extra``,
+validated as YuniKorn validates them (``preemption.yunikorn_rules``) and written back on export.
+All errors are reported at once, each located by partition, queue path and field, e.g.
+``root.batch.adhoc: resources.max.memory`` (with ``partition gpu: `` in front when the document
+has several partitions); a queue that cannot be named is located under its parent
+(``root.batch: queues[2].name``).
+
+Read as YuniKorn reads it: a partition without a name is ``default`` (as is any spelling of
+``Default``); partition and sibling queue names are compared case-insensitively; a single
+top-level queue called ``root`` in any case is the root, several top-level queues are placed
+under an implicit root; a partition without ``queues`` is refused (``queues: []`` is a root
+alone). Durations get their unit (``60`` -> ``60s``, ``preemption.hierarchy.normalized_config``)
+and quantities follow YuniKorn's grammar (``resources.parse_quantity(..., yunikorn=True)``).
 
 ``quota.preemption.delay`` is accepted in two spellings: under ``resources:`` (seed 001, seconds)
 and under ``properties:``; export always writes the property.
@@ -26,8 +36,14 @@ from preemption.config import (
     PartitionSettings,
     QueueConfig,
 )
-from preemption.durations import DurationError, parse_duration
-from preemption.hierarchy import NAME_PATTERN, ConfigError, ConfigErrors, validate_config
+from preemption.durations import DurationError, duration_spelling, parse_go_duration
+from preemption.hierarchy import (
+    NAME_PATTERN,
+    ConfigError,
+    ConfigErrors,
+    normalized_config,
+    validate_config,
+)
 
 TOP_KEYS = frozenset({"partitions", "checksum"})
 PARTITION_KEYS = frozenset(
@@ -42,18 +58,68 @@ QUEUE_KEYS = frozenset(
 )  # fmt: skip
 KEPT_QUEUE_KEYS = ("parent", "maxapplications", "adminacl", "submitacl", "childtemplate", "limits")
 RESOURCE_KEYS = frozenset({"guaranteed", "max", PROPERTY_QUOTA_DELAY})
+DEFAULT_PARTITION = "default"
+
+#: The first YuniKorn release that knows the partition's ``preemption.quotapreemptionenabled``
+#: and acts on ``quota.preemption.delay`` (older releases refuse the key outright).
+QUOTA_PREEMPTION_MIN_VERSION = "1.8.0"
+
+#: What people often write instead of a YuniKorn key (YuniKorn's keys are all lower case).
+_KEY_HINTS = {
+    "placementRules": "placementrules",
+    "nodeSortPolicy": "nodesortpolicy",
+    "userGroupResolver": "usergroupresolver",
+    "maxApplications": "maxapplications",
+    "adminACL": "adminacl",
+    "submitACL": "submitacl",
+    "adminAcl": "adminacl",
+    "submitAcl": "submitacl",
+    "childTemplate": "childtemplate",
+    "quotaPreemptionEnabled": "quotapreemptionenabled",
+    "maxResources": "maxresources",
+}
+#: Keys of YuniKorn's REST dumps (``GET /ws/v1/config`` and the queue/partition endpoints),
+#: which are not a ``queues.yaml``.
+_DUMP_KEYS = frozenset(
+    {"extraConfig", "Partitions", "queuename", "queueName", "partitionName", "clusterId",
+     "deployConfig"}
+)  # fmt: skip
 
 SettingsLookup = Callable[[str], PartitionSettings]
 
 
 @dataclass
 class _Parser:
-    """Collects the errors found while walking one document."""
+    """Collects the errors found while walking one document. ``prefix`` names the partition
+    being read when the document has several (``"partition gpu: "``)."""
 
     errors: list[ConfigError] = field(default_factory=list)
+    prefix: str = ""
 
-    def error(self, at: str, message: str) -> None:
-        self.errors.append(ConfigError(None, "", message, at=at))
+    def error(self, where: str, message: str) -> None:
+        # A queue path needs its partition named; a partition-level place already names it.
+        named = where.startswith(("partition ", "partitions[", "partitions", "document"))
+        self.errors.append(
+            ConfigError(None, "", message, at=where if named else self.prefix + where)
+        )
+
+    def unknown_keys(self, raw: Mapping[Any, Any], known: frozenset[str], where: str) -> None:
+        for key in raw:
+            if key in known:
+                continue
+            hint = _KEY_HINTS.get(key) if isinstance(key, str) else None
+            message = "unknown key" + (
+                f"; YuniKorn spells it {hint!r} (its keys are all lower case)" if hint else ""
+            )
+            self.error(_at(where, str(key)), message)
+
+
+def _at(where: str, field_name: str) -> str:
+    """A location: ``where`` (a queue path, ``partition x`` or a list position) and the field
+    inside it, separated the way the error is printed (``root.a: resources.max.memory``)."""
+    if not where or not field_name:
+        return where or field_name
+    return f"{where}{'.' if ': ' in where else ': '}{field_name}"
 
 
 def load_scheduler_config(
@@ -68,89 +134,154 @@ def load_scheduler_config(
     """
     lookup = settings_for or (lambda name: PartitionSettings(name=name))
     parser = _Parser()
-    configs: list[PartitionConfig] = []
     if not isinstance(data, Mapping):
-        raise ConfigErrors([ConfigError(None, "", "must be a mapping with 'partitions'", at="$")])
-    for key in data:
-        if key not in TOP_KEYS:
-            parser.error(str(key), "unknown key")
+        raise ConfigErrors([ConfigError(None, "", _not_a_document(data), at="document")])
+    dump = _dump_keys(data)
+    if dump:
+        raise ConfigErrors(
+            [
+                ConfigError(
+                    None,
+                    "",
+                    f"this looks like a YuniKorn REST response ({', '.join(dump)}), not a "
+                    "queues.yaml: take the queues.yaml from the yunikorn-configs ConfigMap "
+                    "(or remove the REST-only keys)",
+                    at="document",
+                )
+            ]
+        )
+    parser.unknown_keys(data, TOP_KEYS, "")
     partitions = data.get("partitions")
     if not isinstance(partitions, list) or not partitions:
         parser.error("partitions", "must be a non-empty list of partitions")
         partitions = []
+    several = len(partitions) > 1
     parsed: list[tuple[PartitionConfig, dict[str, str]]] = []
+    seen: dict[str, str] = {}
     for index, raw in enumerate(partitions):
+        name = _partition_name(raw)
+        parser.prefix = f"partition {name}: " if several and name else ""
+        where = f"partitions[{index}]" if name is None else f"partition {name}"
         locations: dict[str, str] = {}
-        config = _parse_partition(parser, raw, f"partitions[{index}]", lookup, locations)
+        config = _parse_partition(parser, raw, where, lookup, locations)
         if config is None:
             continue
-        if config.name in {earlier.name for earlier, _ in parsed}:
-            parser.error(f"partitions[{index}].name", f"duplicate partition {config.name!r}")
+        earlier = seen.get(config.name.lower())
+        if earlier is not None:
+            message = f"duplicate partition {config.name!r}" + (
+                f" (YuniKorn compares partition names case-insensitively: {earlier!r})"
+                if earlier != config.name
+                else ""
+            )
+            parser.error(_at(where, "name"), message)
             continue
+        seen[config.name.lower()] = config.name
         parsed.append((config, locations))
 
+    configs: list[PartitionConfig] = []
     for config, locations in parsed:
+        parser.prefix = f"partition {config.name}: " if several else ""
         configs.append(config)
         for error in validate_config(config):
-            parser.errors.append(replace(error, at=_yaml_location(error, locations)))
+            # A partition-level location already names its partition.
+            prefix = parser.prefix if error.queue is not None else ""
+            parser.errors.append(
+                replace(error, at=prefix + _yaml_location(error, locations, config.name))
+            )
     if parser.errors:
         raise ConfigErrors(parser.errors)
     return configs
 
 
-def _yaml_location(error: ConfigError, locations: dict[str, str]) -> str:
-    """Translate a validation error's queue and field into the YAML path it came from."""
+def _not_a_document(data: object) -> str:
+    if data is None:
+        return "the file is empty; a queues.yaml is a mapping with 'partitions'"
+    return f"must be a mapping with 'partitions', not a {type(data).__name__}"
+
+
+def _dump_keys(data: Mapping[Any, Any]) -> list[str]:
+    """Keys that show ``data`` is a YuniKorn REST dump rather than a ``queues.yaml``."""
+    found = sorted(str(key) for key in data if key in _DUMP_KEYS)
+    partitions = data.get("partitions")
+    if isinstance(partitions, list):
+        for item in partitions:
+            if isinstance(item, Mapping):
+                found.extend(sorted(str(key) for key in item if key in _DUMP_KEYS))
+    return sorted(set(found))
+
+
+def _partition_name(raw: object) -> str | None:
+    """The partition's name as YuniKorn reads it: missing, empty or any spelling of
+    ``default`` is ``default``; None when the name is not text (reported by the parser)."""
+    if not isinstance(raw, Mapping):
+        return None
+    name = raw.get("name")
+    if name is None or name == "":
+        return DEFAULT_PARTITION
+    if not isinstance(name, str):
+        return None
+    return DEFAULT_PARTITION if name.lower() == DEFAULT_PARTITION else name
+
+
+def _yaml_location(error: ConfigError, locations: dict[str, str], partition: str) -> str:
+    """Translate a validation error's queue and field into where it is in the file."""
     yaml_field = error.field
     if yaml_field.startswith("extra."):  # kept keys sit beside the others in the file
         yaml_field = yaml_field.removeprefix("extra.")
     if error.queue is None:
-        base = locations.get("", "partitions")
-        return f"{base}.{yaml_field}" if yaml_field else base
+        return _at(f"partition {partition}", yaml_field)
     base = locations.get(error.queue, error.queue)
     if yaml_field.startswith(("guaranteed", "max")):
         yaml_field = f"resources.{yaml_field}"
-    return f"{base}.{yaml_field}" if yaml_field else base
+    return _at(base, yaml_field)
 
 
 def _parse_partition(
     parser: _Parser,
     raw: object,
-    at: str,
+    where: str,
     settings_for: SettingsLookup,
     locations: dict[str, str],
 ) -> PartitionConfig | None:
-    """One partition; fills ``locations`` (queue path -> YAML path, "" -> the partition's)."""
+    """One partition; fills ``locations`` (queue path -> where it is in the file)."""
     if not isinstance(raw, Mapping):
-        parser.error(at, "must be a mapping")
+        parser.error(where, "must be a mapping")
         return None
-    for key in raw:
-        if key not in PARTITION_KEYS:
-            parser.error(f"{at}.{key}", "unknown key")
-    name = raw.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        parser.error(f"{at}.name", f"{name!r} is not a valid partition name")
+    parser.unknown_keys(raw, PARTITION_KEYS, where)
+    name = _partition_name(raw)
+    if name is None or not NAME_PATTERN.fullmatch(name):
+        parser.error(
+            _at(where, "name"),
+            f"{raw.get('name')!r} is not a valid partition name (1-64 of a-z A-Z 0-9 _ : # / @ -)",
+        )
         return None
 
     enabled, quota_enabled = True, False
     preemption = raw.get("preemption")
     if preemption is not None:
         if not isinstance(preemption, Mapping):
-            parser.error(f"{at}.preemption", "must be a mapping")
+            parser.error(_at(where, "preemption"), "must be a mapping")
         else:
-            for key in preemption:
-                if key not in PREEMPTION_KEYS:
-                    parser.error(f"{at}.preemption.{key}", "unknown key")
-            enabled = _bool(parser, preemption.get("enabled", True), f"{at}.preemption.enabled")
+            parser.unknown_keys(preemption, PREEMPTION_KEYS, _at(where, "preemption"))
+            enabled = _bool(parser, preemption.get("enabled", True), where, "preemption.enabled")
             quota_enabled = _bool(
                 parser,
                 preemption.get("quotapreemptionenabled", False),
-                f"{at}.preemption.quotapreemptionenabled",
+                where,
+                "preemption.quotapreemptionenabled",
             )
-    extra = {key: _verbatim(parser, raw[key], f"{at}.{key}") for key in KEPT_PARTITION_KEYS
+    extra = {key: _verbatim(parser, raw[key], _at(where, key)) for key in KEPT_PARTITION_KEYS
              if key in raw}  # fmt: skip
 
-    locations[""] = at
-    queues = _parse_queue_list(parser, raw.get("queues"), f"{at}.queues", locations)
+    locations[""] = where
+    if raw.get("queues") is None:
+        parser.error(
+            _at(where, "queues"),
+            "a partition must have queues (YuniKorn refuses a partition without them); "
+            "'queues: [{name: root}]' is the smallest",
+        )
+        return None
+    queues = _parse_queue_list(parser, raw.get("queues"), where, locations)
     settings = replace(
         settings_for(name),
         name=name,
@@ -158,187 +289,204 @@ def _parse_partition(
         quota_preemption_enabled=quota_enabled,
         extra=extra,
     )
-    return PartitionConfig(settings=settings, queues=tuple(queues))
+    return normalized_config(PartitionConfig(settings=settings, queues=tuple(queues)))
 
 
 def parse_queue_tree(raw: object, *, at: str) -> tuple[tuple[QueueConfig, ...], list[ConfigError]]:
     """A YuniKorn ``queues:`` list on its own (the scenario files use it): the queues, parents
     first, and every parse error with its location. Only parsing: the SPEC 3.2 rules between
     queues are ``validate_config``'s job."""
-    parser = _Parser()
-    queues = _parse_queue_list(parser, raw, at, {})
+    parser = _Parser(prefix=f"{at}: " if at else "")
+    queues = _parse_queue_list(parser, raw, "", {})
     return tuple(queues), parser.errors
 
 
 def _parse_queue_list(
-    parser: _Parser, raw: object, at: str, locations: dict[str, str]
+    parser: _Parser, raw: object, where: str, locations: dict[str, str]
 ) -> list[QueueConfig]:
-    """The partition's ``queues:`` list. YuniKorn expects a single ``root``; like YuniKorn, a list
-    of other top-level queues is placed under an implicit root."""
-    if raw is None:
-        raw = []
+    """The partition's ``queues:`` list. YuniKorn expects a single ``root`` (in any case); like
+    YuniKorn, a list of other top-level queues is placed under an implicit root."""
     if not isinstance(raw, list):
-        parser.error(at, "must be a list of queues")
+        parser.error(_at(where, "queues"), "must be a list of queues")
         return [QueueConfig.child_of(None, ROOT)]
     names = [item.get("name") for item in raw if isinstance(item, Mapping)]
-    if len(raw) == 1 and names == [ROOT]:
-        return _parse_queue(parser, raw[0], f"{at}[0]", None, locations)
+    if len(raw) == 1 and isinstance(names[0] if names else None, str) and names[0].lower() == ROOT:
+        return _parse_queue(parser, raw[0], ROOT, None, locations)
     queues = [QueueConfig.child_of(None, ROOT)]
-    locations[ROOT] = at
-    siblings: set[str] = set()
+    locations[ROOT] = ROOT
+    siblings: dict[str, str] = {}
     for index, item in enumerate(raw):
-        if isinstance(item, Mapping) and item.get("name") == ROOT:
-            parser.error(f"{at}[{index}].name", "root must be the only top-level queue")
+        name = item.get("name") if isinstance(item, Mapping) else None
+        if isinstance(name, str) and name.lower() == ROOT:
+            parser.error(
+                _at(where, f"queues[{index}].name"), "root must be the only top-level queue"
+            )
             continue
-        queues.extend(_parse_child(parser, item, f"{at}[{index}]", ROOT, siblings, locations))
+        queues.extend(_parse_child(parser, item, index, ROOT, siblings, locations, where))
     return queues
 
 
 def _parse_child(
     parser: _Parser,
     raw: object,
-    at: str,
+    index: int,
     parent: str,
-    siblings: set[str],
+    siblings: dict[str, str],
     locations: dict[str, str],
+    list_where: str | None = None,
 ) -> list[QueueConfig]:
-    if isinstance(raw, Mapping) and isinstance(raw.get("name"), str):
-        name = raw["name"]
-        if name in siblings:
-            parser.error(f"{at}.name", f"duplicate queue name {name!r} under {parent}")
-            return []
-        siblings.add(name)
-    return _parse_queue(parser, raw, at, parent, locations)
+    """Child ``index`` of ``parent``; ``siblings`` maps the lower-cased names seen so far to
+    their spelling, since YuniKorn compares sibling names case-insensitively. ``list_where``
+    locates the list in the file when it is not the parent's own (the partition's top-level
+    list under an implicit root)."""
+    list_at = parent if list_where is None else list_where
+    name = raw.get("name") if isinstance(raw, Mapping) else None
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        parser.error(
+            _at(list_at, f"queues[{index}].name"),
+            f"{name!r} is not a valid queue name (1-64 of a-z A-Z 0-9 _ : # / @ -)"
+            if isinstance(raw, Mapping)
+            else "must be a mapping",
+        )
+        return []
+    earlier = siblings.get(name.lower())
+    if earlier is not None:
+        message = (
+            f"duplicate queue name {name!r} under {parent}"
+            if earlier == name
+            else f"{name!r} and {earlier!r} under {parent} differ only in case; YuniKorn "
+            "compares queue names case-insensitively, so they would be one queue"
+        )
+        parser.error(_at(list_at, f"queues[{index}].name"), message)
+        return []
+    siblings[name.lower()] = name
+    return _parse_queue(parser, raw, f"{parent}.{name}", parent, locations)
 
 
 def _parse_queue(
-    parser: _Parser, raw: object, at: str, parent: str | None, locations: dict[str, str]
+    parser: _Parser, raw: object, path: str, parent: str | None, locations: dict[str, str]
 ) -> list[QueueConfig]:
-    """One queue and its subtree, parents first."""
+    """One queue (at ``path``) and its subtree, parents first."""
     if not isinstance(raw, Mapping):
-        parser.error(at, "must be a mapping")
+        parser.error(path, "must be a mapping")
         return []
-    for key in raw:
-        if key not in QUEUE_KEYS:
-            parser.error(f"{at}.{key}", "unknown key")
-    name = raw.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        parser.error(
-            f"{at}.name", f"{name!r} is not a valid queue name (1-64 of a-z A-Z 0-9 _ : # / @ -)"
-        )
-        return []
+    parser.unknown_keys(raw, QUEUE_KEYS, path)
+    name = ROOT if parent is None else str(raw["name"])
 
-    guaranteed, maximum, seed_delay = _parse_resources_block(parser, raw.get("resources"), at)
-    properties = _parse_properties(parser, raw.get("properties"), f"{at}.properties")
+    guaranteed, maximum, seed_delay = _parse_resources_block(parser, raw.get("resources"), path)
+    properties = _parse_properties(parser, raw.get("properties"), path)
     if seed_delay is not None:
-        _merge_seed_delay(parser, properties, seed_delay, at)
-    extra = {key: _verbatim(parser, raw[key], f"{at}.{key}") for key in KEPT_QUEUE_KEYS
+        _merge_seed_delay(parser, properties, seed_delay, path)
+    extra = {key: _verbatim(parser, raw[key], _at(path, key)) for key in KEPT_QUEUE_KEYS
              if key in raw}  # fmt: skip
 
     queue = QueueConfig.child_of(
         parent, name, guaranteed=guaranteed, max=maximum, properties=properties, extra=extra
     )
-    locations[queue.path] = at
+    locations[queue.path] = path
     result = [queue]
     children = raw.get("queues")
     if children is None:
         return result
     if not isinstance(children, list):
-        parser.error(f"{at}.queues", "must be a list of queues")
+        parser.error(_at(path, "queues"), "must be a list of queues")
         return result
-    siblings: set[str] = set()
+    siblings: dict[str, str] = {}
     for index, child in enumerate(children):
-        result.extend(
-            _parse_child(parser, child, f"{at}.queues[{index}]", queue.path, siblings, locations)
-        )
+        result.extend(_parse_child(parser, child, index, queue.path, siblings, locations))
     return result
 
 
 def _parse_resources_block(
-    parser: _Parser, raw: object, at: str
+    parser: _Parser, raw: object, path: str
 ) -> tuple[dict[str, int], dict[str, int], object]:
     if raw is None:
         return {}, {}, None
     if not isinstance(raw, Mapping):
-        parser.error(f"{at}.resources", "must be a mapping")
+        parser.error(_at(path, "resources"), "must be a mapping")
         return {}, {}, None
-    for key in raw:
-        if key not in RESOURCE_KEYS:
-            parser.error(f"{at}.resources.{key}", "unknown key")
+    parser.unknown_keys(raw, RESOURCE_KEYS, _at(path, "resources"))
     parsed: list[dict[str, int]] = []
     for kind in ("guaranteed", "max"):
         try:
-            parsed.append(resources.parse_resources(raw.get(kind), field=f"{at}.resources.{kind}"))
+            parsed.append(
+                resources.parse_resources(raw.get(kind), field=f"resources.{kind}", yunikorn=True)
+            )
         except resources.ResourceErrors as exc:
             for error in exc.errors:
-                parser.error(error.field, error.message)
+                parser.error(_at(path, error.field), error.message)
             parsed.append({})
     return parsed[0], parsed[1], raw.get(PROPERTY_QUOTA_DELAY)
 
 
-def _parse_properties(parser: _Parser, raw: object, at: str) -> dict[str, str]:
+def _parse_properties(parser: _Parser, raw: object, path: str) -> dict[str, str]:
+    where = _at(path, "properties")
     if raw is None:
         return {}
     if not isinstance(raw, Mapping):
-        parser.error(at, "must be a mapping of name to value")
+        parser.error(where, "must be a mapping of name to value")
         return {}
     properties: dict[str, str] = {}
     for key, value in raw.items():
         if not isinstance(key, str) or not key:
-            parser.error(f"{at}.{key}", "property names must be strings")
+            parser.error(f"{where}.{key}", "property names must be strings")
+        elif value is None:
+            parser.error(f"{where}.{key}", "empty value; give the property a value or remove it")
         elif isinstance(value, bool):
             properties[key] = "true" if value else "false"
         elif isinstance(value, str | int | float):
             properties[key] = str(value)
         elif isinstance(value, list | Mapping):
-            parser.error(f"{at}.{key}", "must be a single value, not a list or mapping")
+            parser.error(f"{where}.{key}", "must be a single value, not a list or mapping")
         else:  # a date, binary data, ...: YAML types a property cannot hold
-            parser.error(f"{at}.{key}", f"must be text or a number, not a {type(value).__name__}")
+            kind = type(value).__name__
+            parser.error(f"{where}.{key}", f"must be text or a number, not a {kind}")
     return properties
 
 
-def _merge_seed_delay(parser: _Parser, properties: dict[str, str], raw: object, at: str) -> None:
+def _merge_seed_delay(parser: _Parser, properties: dict[str, str], raw: object, path: str) -> None:
     """Fold the seed's ``resources.quota.preemption.delay`` (seconds) into the properties."""
-    where = f"{at}.resources.{PROPERTY_QUOTA_DELAY}"
+    where = _at(path, f"resources.{PROPERTY_QUOTA_DELAY}")
     try:
-        seconds = parse_duration(raw, field=where)
+        spelling = duration_spelling(raw, field=where)
+        nanoseconds = parse_go_duration(raw, field=where)
     except DurationError as exc:
         parser.error(where, exc.message)
         return
     existing = properties.get(PROPERTY_QUOTA_DELAY)
     if existing is None:
-        properties[PROPERTY_QUOTA_DELAY] = str(raw) if isinstance(raw, str) else str(seconds)
+        properties[PROPERTY_QUOTA_DELAY] = spelling
         return
     try:
-        same = parse_duration(existing, field=PROPERTY_QUOTA_DELAY) == seconds
+        same = parse_go_duration(existing, field=PROPERTY_QUOTA_DELAY) == nanoseconds
     except DurationError:
         return  # the property's own error is reported by validation
     if not same:
         parser.error(where, f"disagrees with properties.{PROPERTY_QUOTA_DELAY} ({existing})")
 
 
-def _bool(parser: _Parser, value: object, at: str) -> bool:
+def _bool(parser: _Parser, value: object, where: str, name: str) -> bool:
     if isinstance(value, bool):
         return value
-    parser.error(at, "must be true or false")
+    parser.error(_at(where, name), f"{value!r} is not true or false")
     return False
 
 
-def _verbatim(parser: _Parser, value: object, at: str) -> Any:
+def _verbatim(parser: _Parser, value: object, where: str) -> Any:
     """A value kept as it is: it must be plain JSON data so a snapshot can store it."""
     if value is None or isinstance(value, str | bool | int | float):
         return value
     if isinstance(value, list):
-        return [_verbatim(parser, item, f"{at}[{index}]") for index, item in enumerate(value)]
+        return [_verbatim(parser, item, f"{where}[{index}]") for index, item in enumerate(value)]
     if isinstance(value, Mapping):
         result = {}
         for key, item in value.items():
             if not isinstance(key, str):
-                parser.error(f"{at}.{key}", "keys must be strings")
+                parser.error(f"{where}.{key}", "keys must be strings")
                 continue
-            result[key] = _verbatim(parser, item, f"{at}.{key}")
+            result[key] = _verbatim(parser, item, f"{where}.{key}")
         return result
-    parser.error(at, f"unsupported value of type {type(value).__name__}")
+    parser.error(where, f"unsupported value of type {type(value).__name__}")
     return None
 
 
@@ -354,10 +502,15 @@ def dump_partition(config: PartitionConfig) -> dict[str, Any]:
     for key in KEPT_PARTITION_KEYS:
         if key in settings.extra:
             document[key] = settings.extra[key]
-    document["preemption"] = {
-        "enabled": settings.preemption_enabled,
-        "quotapreemptionenabled": settings.quota_preemption_enabled,
-    }
+    # Only what differs from YuniKorn's defaults (enabled: true, quota: false): YuniKorn before
+    # 1.8 refuses the whole file over an unknown 'quotapreemptionenabled' key.
+    preemption: dict[str, bool] = {}
+    if not settings.preemption_enabled:
+        preemption["enabled"] = False
+    if settings.quota_preemption_enabled:
+        preemption["quotapreemptionenabled"] = True
+    if preemption:
+        document["preemption"] = preemption
     children: dict[str | None, list[QueueConfig]] = {}
     for queue in config.queues:
         children.setdefault(queue.parent, []).append(queue)
@@ -388,3 +541,36 @@ def _dump_queue(queue: QueueConfig, children: dict[str | None, list[QueueConfig]
     if kids:
         document["queues"] = [_dump_queue(child, children) for child in kids]
     return document
+
+
+def yunikorn_min_version(configs: list[PartitionConfig]) -> tuple[str | None, list[str]]:
+    """The oldest YuniKorn release that reads the export of ``configs`` as this product does,
+    with the reasons; ``(None, [])`` when nothing in it needs a recent release.
+
+    Quota preemption (the partition's ``quotapreemptionenabled`` and the queues'
+    ``quota.preemption.delay``) arrived in YuniKorn 1.8.0; older releases refuse the partition
+    key and ignore the property.
+    """
+    reasons: list[str] = []
+    for config in configs:
+        if config.settings.quota_preemption_enabled:
+            reasons.append(f"partition {config.name}: preemption.quotapreemptionenabled is true")
+        delayed = [
+            queue.path
+            for queue in config.queues
+            if _sets_quota_delay(queue.properties.get(PROPERTY_QUOTA_DELAY))
+        ]
+        if delayed:
+            shown = ", ".join(delayed[:3]) + (f" and {len(delayed) - 3} more" if len(delayed) > 3
+                                              else "")  # fmt: skip
+            reasons.append(f"partition {config.name}: {PROPERTY_QUOTA_DELAY} is set on {shown}")
+    return (QUOTA_PREEMPTION_MIN_VERSION, reasons) if reasons else (None, [])
+
+
+def _sets_quota_delay(value: str | None) -> bool:
+    if value is None:
+        return False
+    try:
+        return parse_go_duration(value, field=PROPERTY_QUOTA_DELAY) > 0
+    except DurationError:
+        return False

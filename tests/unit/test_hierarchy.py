@@ -218,9 +218,63 @@ def test_children_guarantees_above_the_parents_inherited_max_are_refused() -> No
             queue("root.a.b.y", guaranteed={"memory": 6 * GI}),
         )
     )
-    error = only_error(errors)
-    assert error.location == "queues[root.a.b].max.memory"
-    assert "12Gi" in error.message
+    # root.a.b sets no guarantee, so YuniKorn passes its children's 12Gi up to root.a too.
+    assert [error.location for error in errors] == [
+        "queues[root.a].max.memory",
+        "queues[root.a.b].max.memory",
+    ]
+    assert all("12Gi" in error.message for error in errors)
+    assert "passes its children's up" in errors[0].message
+
+
+def test_guarantee_rule_passes_through_a_parent_without_guarantee__checkQueueResource() -> None:
+    # YuniKorn's checkQueueResource: a queue whose guarantee is zero counts as the sum of its
+    # children's in its parent's check, so root.a (3Gi) cannot hold root.a.b's children's 4Gi.
+    refused = config(
+        queue("root.a", guaranteed={"memory": 3 * GI}),
+        queue("root.a.b"),
+        queue("root.a.b.x", guaranteed={"memory": 2 * GI}),
+        queue("root.a.b.y", guaranteed={"memory": 2 * GI}),
+    )
+    error = only_error(validate_config(refused))
+    assert error.location == "queues[root.a].guaranteed.memory"
+    assert "4Gi" in error.message and "root.a.b" in error.message
+    accepted = config(
+        queue("root.a", guaranteed={"memory": 4 * GI}),
+        queue("root.a.b"),
+        queue("root.a.b.x", guaranteed={"memory": 2 * GI}),
+        queue("root.a.b.y", guaranteed={"memory": 2 * GI}),
+    )
+    assert validate_config(accepted) == []
+
+
+def test_guarantee_rule_stops_at_a_parent_that_sets_a_guarantee__checkQueueResource() -> None:
+    # A parent that guarantees anything passes up its own guarantee, not its children's: here
+    # root.a.b guarantees only vcore, so its children's memory never reaches root.a's check.
+    accepted = config(
+        queue("root.a", guaranteed={"memory": 1 * GI}),
+        queue("root.a.b", guaranteed={"vcore": 1000}),
+        queue("root.a.b.x", guaranteed={"memory": 2 * GI}),
+    )
+    assert validate_config(accepted) == []
+    # A guarantee of zero is no guarantee: it passes the children's sum up.
+    refused = config(
+        queue("root.a", guaranteed={"memory": 1 * GI}),
+        queue("root.a.b", guaranteed={"memory": 0}),
+        queue("root.a.b.x", guaranteed={"memory": 2 * GI}),
+    )
+    assert [e.location for e in validate_config(refused)] == [
+        "queues[root.a].guaranteed.memory",
+        "queues[root.a.b].guaranteed.memory",
+    ]
+
+
+def test_sibling_names_differing_only_in_case_are_refused__checkQueues() -> None:
+    error = only_error(validate_config(config(queue("root.Test"), queue("root.test"))))
+    assert error.location == "queues[root.test].name"
+    assert "'test' and 'Test'" in error.message
+    cousins = config(queue("root.a"), queue("root.b"), queue("root.a.Test"), queue("root.b.test"))
+    assert validate_config(cousins) == []
 
 
 def test_children_guarantees_within_parent_max_pass() -> None:
@@ -388,7 +442,9 @@ def test_unknown_preemption_policies_are_refused(policy: str) -> None:
     assert "is not one of default, fence, disabled" in error.message
 
 
-@pytest.mark.parametrize("delay", ["30s", "1", "5m", "1h30m", "90"])
+@pytest.mark.parametrize(
+    "delay", ["30s", "1", "5m", "1h30m", "90", "50ms", "1.5m", "1h0m30s", "30m1h", "+5s"]
+)
 def test_positive_preemption_delays_pass(delay: str) -> None:
     assert validate_config(config(queue("root.a", properties={"preemption.delay": delay}))) == []
 
@@ -396,12 +452,14 @@ def test_positive_preemption_delays_pass(delay: str) -> None:
 @pytest.mark.parametrize(
     ("delay", "fragment"),
     [
-        ("0s", "must be at least 1s"),
-        ("0", "must be at least 1s"),
+        ("0s", "must be more than 0s"),
+        ("0", "must be more than 0s"),
+        ("0ms", "must be more than 0s"),
         ("abc", "is not a duration"),
         ("-5", "must not be negative"),
-        ("1.5s", "fractional"),
-        ("10ms", "not supported"),
+        ("-1ms", "must not be negative"),
+        ("1.5", "has no unit"),
+        ("5 s", "unknown unit"),
     ],
 )
 def test_invalid_preemption_delays_are_refused(delay: str, fragment: str) -> None:

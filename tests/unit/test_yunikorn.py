@@ -124,8 +124,6 @@ def doc(*queues: dict[str, Any], **partition: Any) -> dict[str, Any]:
     }
 
 
-ROOT0 = "partitions[0].queues[0]"
-
 # --------------------------------------------------------------------------------------------
 # a realistic document
 # --------------------------------------------------------------------------------------------
@@ -156,7 +154,7 @@ def test_realistic_document_loads_into_partition_configs() -> None:
     training = default.queue("root.prod.ml.training")
     assert training is not None
     assert training.max == {"memory": 200 * 1000**3, "nvidia.com/gpu": 10}
-    assert training.properties == {"quota.preemption.delay": "7200"}
+    assert training.properties == {"quota.preemption.delay": "7200s"}  # seconds get their unit
     assert default.queue("root.dev").extra["childtemplate"]["maxapplications"] == 10  # type: ignore[union-attr]
     assert default.queue("root").extra == {"submitacl": "*"}  # type: ignore[union-attr]
     assert set(default.settings.extra) == {
@@ -195,7 +193,7 @@ def test_dump_keeps_yunikorn_keys_verbatim() -> None:
     partition, raw_partition = dumped["partitions"][0], raw["partitions"][0]
     for key in ("placementrules", "limits", "nodesortpolicy", "usergroupresolver"):
         assert partition[key] == raw_partition[key]
-    assert partition["preemption"] == {"enabled": True, "quotapreemptionenabled": True}
+    assert partition["preemption"] == {"quotapreemptionenabled": True}  # only non-defaults
     prod = partition["queues"][0]["queues"][0]
     raw_prod = raw_partition["queues"][0]["queues"][0]
     for key in ("parent", "adminacl", "maxapplications"):
@@ -239,7 +237,7 @@ def test_invalid_product_settings_are_reported_at_the_partition() -> None:
     errors = errors_of(
         REALISTIC, settings_for=lambda name: PartitionSettings(name=name, miss_percent=200)
     )
-    assert set(errors) == {"partitions[0].miss_percent", "partitions[1].miss_percent"}
+    assert set(errors) == {"partition default: miss_percent", "partition gpu-pool: miss_percent"}
 
 
 def test_partition_without_preemption_block_has_the_defaults() -> None:
@@ -249,8 +247,12 @@ def test_partition_without_preemption_block_has_the_defaults() -> None:
     assert config.queues == (QueueConfig(path="root", parent=None, name="root"),)
 
 
-def test_partition_without_queues_gets_a_root() -> None:
-    (config,) = load_scheduler_config({"partitions": [{"name": "default"}]})
+def test_partition_without_queues_is_refused__checkQueuesStructure() -> None:
+    # YuniKorn: "queue config is not set"; an empty list is a root alone, as in YuniKorn.
+    errors = errors_of({"partitions": [{"name": "default"}]})
+    assert list(errors) == ["partition default: queues"]
+    assert "must have queues" in errors["partition default: queues"]
+    (config,) = load_scheduler_config({"partitions": [{"name": "default", "queues": []}]})
     assert [q.path for q in config.queues] == ["root"]
 
 
@@ -283,9 +285,10 @@ def test_seed_spelling_under_resources_becomes_the_property() -> None:
     )
     a = config.queue("root.a")
     assert a is not None
-    assert a.properties == {"quota.preemption.delay": "7200"}
+    # Seconds get their unit: YuniKorn's Go parser reads a bare "7200" as an error (and then 0).
+    assert a.properties == {"quota.preemption.delay": "7200s"}
     written = dump_scheduler_config([config])["partitions"][0]["queues"][0]["queues"][0]
-    assert written["properties"] == {"quota.preemption.delay": "7200"}
+    assert written["properties"] == {"quota.preemption.delay": "7200s"}
     assert "quota.preemption.delay" not in written["resources"]
     assert load_scheduler_config(dump_scheduler_config([config])) == [config]
 
@@ -320,14 +323,14 @@ def test_both_spellings_disagreeing_are_refused() -> None:
             }
         )
     )
-    assert list(errors) == [f"{ROOT0}.queues[0].resources.quota.preemption.delay"]
-    assert "disagrees" in errors[f"{ROOT0}.queues[0].resources.quota.preemption.delay"]
+    assert list(errors) == ["root.a: resources.quota.preemption.delay"]
+    assert "disagrees" in errors["root.a: resources.quota.preemption.delay"]
 
 
 def test_unparsable_seed_delay_is_refused_at_its_resources_path() -> None:
     errors = errors_of(doc({"name": "a", "resources": {"quota.preemption.delay": "soon"}}))
-    assert list(errors) == [f"{ROOT0}.queues[0].resources.quota.preemption.delay"]
-    assert "is not a duration" in errors[f"{ROOT0}.queues[0].resources.quota.preemption.delay"]
+    assert list(errors) == ["root.a: resources.quota.preemption.delay"]
+    assert "is not a duration" in errors["root.a: resources.quota.preemption.delay"]
 
 
 def test_seed_delay_enforces_meaningful_quota_decrease() -> None:
@@ -343,8 +346,8 @@ def test_seed_delay_enforces_meaningful_quota_decrease() -> None:
             }
         )
     )
-    assert list(errors) == [f"{ROOT0}.queues[0].resources.max.memory"]
-    assert "greater than guaranteed" in errors[f"{ROOT0}.queues[0].resources.max.memory"]
+    assert list(errors) == ["root.a: resources.max.memory"]
+    assert "greater than guaranteed" in errors["root.a: resources.max.memory"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -383,8 +386,8 @@ def test_a_single_top_level_queue_not_named_root_is_put_under_root() -> None:
 
 def test_root_beside_other_top_level_queues_is_refused() -> None:
     errors = errors_of({"partitions": [{"name": "p", "queues": [{"name": "a"}, {"name": "root"}]}]})
-    assert list(errors) == ["partitions[0].queues[1].name"]
-    assert "only top-level queue" in errors["partitions[0].queues[1].name"]
+    assert list(errors) == ["partition p: queues[1].name"]
+    assert "only top-level queue" in errors["partition p: queues[1].name"]
 
 
 def test_errors_under_an_implicit_root_carry_their_yaml_path() -> None:
@@ -407,7 +410,7 @@ def test_errors_under_an_implicit_root_carry_their_yaml_path() -> None:
             ]
         }
     )
-    assert list(errors) == ["partitions[0].queues[1].resources.guaranteed.memory"]
+    assert list(errors) == ["root.b: resources.guaranteed.memory"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -419,23 +422,21 @@ def test_errors_under_an_implicit_root_carry_their_yaml_path() -> None:
     ("data", "location"),
     [
         pytest.param({**doc(), "queues": []}, "queues", id="top"),
-        pytest.param(doc(sortpolicy="fifo"), "partitions[0].sortpolicy", id="partition"),
-        pytest.param(
-            doc({"name": "a", "maxresources": {}}), f"{ROOT0}.queues[0].maxresources", id="queue"
-        ),
+        pytest.param(doc(sortpolicy="fifo"), "partition default: sortpolicy", id="partition"),
+        pytest.param(doc({"name": "a", "maxresources": {}}), "root.a: maxresources", id="queue"),
         pytest.param(
             doc({"name": "a", "queues": [{"name": "b"}, {"name": "c", "weight": 2}]}),
-            f"{ROOT0}.queues[0].queues[1].weight",
+            "root.a.c: weight",
             id="nested-queue",
         ),
         pytest.param(
             doc({"name": "a", "resources": {"min": {"memory": 1}}}),
-            f"{ROOT0}.queues[0].resources.min",
+            "root.a: resources.min",
             id="resources",
         ),
         pytest.param(
             doc(preemption={"enabled": True, "delay": "30s"}),
-            "partitions[0].preemption.delay",
+            "partition default: preemption.delay",
             id="preemption",
         ),
     ],
@@ -449,7 +450,7 @@ def test_unknown_keys_are_refused_at_every_level(data: dict, location: str) -> N
 @pytest.mark.parametrize(
     ("data", "location", "fragment"),
     [
-        pytest.param([], "$", "must be a mapping", id="document-not-mapping"),
+        pytest.param([], "document", "must be a mapping", id="document-not-mapping"),
         pytest.param({"partitions": {}}, "partitions", "non-empty list", id="partitions-not-list"),
         pytest.param({"partitions": []}, "partitions", "non-empty list", id="no-partitions"),
         pytest.param(
@@ -460,80 +461,80 @@ def test_unknown_keys_are_refused_at_every_level(data: dict, location: str) -> N
         ),
         pytest.param(
             {"partitions": [{"name": "p", "queues": {"name": "root"}}]},
-            "partitions[0].queues",
+            "partition p: queues",
             "must be a list",
             id="queues-not-list",
         ),
         pytest.param(
             doc({"name": "a", "queues": {"name": "b"}}),
-            f"{ROOT0}.queues[0].queues",
+            "root.a: queues",
             "must be a list",
             id="child-queues-not-list",
         ),
         pytest.param(
             doc({"name": "a", "resources": ["max"]}),
-            f"{ROOT0}.queues[0].resources",
+            "root.a: resources",
             "must be a mapping",
             id="resources-not-mapping",
         ),
         pytest.param(
             doc({"name": "a", "resources": {"max": "10Gi"}}),
-            f"{ROOT0}.queues[0].resources.max",
+            "root.a: resources.max",
             "must be a mapping",
             id="max-not-mapping",
         ),
         pytest.param(
             doc({"name": "a", "properties": ["preemption.policy"]}),
-            f"{ROOT0}.queues[0].properties",
+            "root.a: properties",
             "must be a mapping",
             id="properties-not-mapping",
         ),
         pytest.param(
             doc({"name": "a", "properties": {"preemption.policy": ["fence"]}}),
-            f"{ROOT0}.queues[0].properties.preemption.policy",
+            "root.a: properties.preemption.policy",
             "single value",
             id="property-value-a-list",
         ),
         pytest.param(
             doc({"name": 7}),
-            f"{ROOT0}.queues[0].name",
+            "root: queues[0].name",
             "is not a valid queue name",
             id="queue-name-int",
         ),
         pytest.param(
             doc({"resources": {}}),
-            f"{ROOT0}.queues[0].name",
+            "root: queues[0].name",
             "is not a valid queue name",
             id="queue-name-missing",
         ),
-        pytest.param(doc("a"), f"{ROOT0}.queues[0]", "must be a mapping", id="queue-not-mapping"),
+        pytest.param(doc("a"), "root: queues[0].name", "must be a mapping", id="queue-not-mapping"),
         pytest.param(
             {"partitions": [{"name": ["default"]}]},
-            "partitions[0].name",
+            "partitions[0]: name",
             "is not a valid partition name",
             id="partition-name-list",
         ),
         pytest.param(
             {"partitions": [{"name": "bad name"}]},
-            "partitions[0].name",
+            "partition bad name: name",
             "is not a valid partition name",
             id="partition-name-invalid",
         ),
         pytest.param(
             doc(preemption={"enabled": "yes"}),
-            "partitions[0].preemption.enabled",
+            "partition default: preemption.enabled",
             "true or false",
             id="enabled-not-bool",
         ),
         pytest.param(
             doc(preemption={"quotapreemptionenabled": 1}),
-            "partitions[0].preemption.quotapreemptionenabled",
+            "partition default: preemption.quotapreemptionenabled",
             "true or false",
             id="quotapreemptionenabled-not-bool",
         ),
         pytest.param(
             doc(preemption=True),
-            "partitions[0].preemption",
+            "partition default: preemption",
             "must be a mapping",
             id="preemption-not-mapping",
         ),
@@ -549,19 +550,19 @@ def test_wrong_types_are_refused_with_their_path(
 
 def test_invalid_queue_names_are_refused_with_their_path() -> None:
     errors = errors_of(doc({"name": "a" * 65}, {"name": "ok"}, {"name": "not ok!"}))
-    assert list(errors) == [f"{ROOT0}.queues[0].name", f"{ROOT0}.queues[2].name"]
+    assert list(errors) == ["root: queues[0].name", "root: queues[2].name"]
 
 
 def test_a_queue_name_with_a_trailing_newline_is_refused() -> None:
     errors = errors_of(yaml.safe_load('{partitions: [{name: p, queues: [{name: "a\\n"}]}]}'))
-    assert list(errors) == ["partitions[0].queues[0].name"]
+    assert list(errors) == ["partition p: queues[0].name"]
 
 
 # --------------------------------------------------------------------------------------------
 # quantities
 # --------------------------------------------------------------------------------------------
 
-DEEP = "partitions[0].queues[0].queues[0].queues[1].resources"
+DEEP = "root.a.y: resources"
 
 
 def deep(resources: dict[str, Any]) -> dict[str, Any]:
@@ -582,10 +583,10 @@ def deep(resources: dict[str, Any]) -> dict[str, Any]:
             {"max": {"memory": -5}}, f"{DEEP}.max.memory", "must not be negative", id="negative-int"
         ),
         pytest.param(
-            {"max": {"memory": "1.5"}}, f"{DEEP}.max.memory", "fractional", id="fractional-bytes"
+            {"max": {"memory": "1.5"}}, f"{DEEP}.max.memory", "whole numbers", id="fractional-bytes"
         ),
         pytest.param(
-            {"max": {"pods": "2.5"}}, f"{DEEP}.max.pods", "fractional", id="fractional-pods"
+            {"max": {"pods": "2.5"}}, f"{DEEP}.max.pods", "whole numbers", id="fractional-pods"
         ),
         pytest.param(
             {"max": {"memory": 1.5}}, f"{DEEP}.max.memory", "floating-point", id="yaml-float"
@@ -596,8 +597,26 @@ def deep(resources: dict[str, Any]) -> dict[str, Any]:
         pytest.param(
             {"guaranteed": {"vcore": "0.0001"}},
             f"{DEEP}.guaranteed.vcore",
-            "millicores",
+            "whole numbers",
             id="sub-millicore",
+        ),
+        pytest.param(
+            {"max": {"memory": "1.5Gi"}},
+            f"{DEEP}.max.memory",
+            "write '1536Mi'",
+            id="decimal-with-suffix__yunikorn-quantity-grammar",
+        ),
+        pytest.param(
+            {"max": {"memory": "1000m"}},
+            f"{DEEP}.max.memory",
+            "only allowed for vcore",
+            id="milli-on-memory__yunikorn-quantity-grammar",
+        ),
+        pytest.param(
+            {"max": {"memory": None}},
+            f"{DEEP}.max.memory",
+            "empty value",
+            id="empty-value",
         ),
         pytest.param(
             {"guaranteed": {"nvidia.com/gpu": "many"}},
@@ -632,11 +651,12 @@ def test_every_bad_quantity_of_a_queue_is_reported() -> None:
     [
         ({"memory": "10Gi"}, {"memory": 10 * GI}),
         ({"memory": "512Mi"}, {"memory": 512 * MI}),
-        ({"memory": "1.5G"}, {"memory": 1_500_000_000}),
+        ({"memory": "10 Gi"}, {"memory": 10 * GI}),  # YuniKorn allows blanks before the suffix
+        ({"memory": "1500M"}, {"memory": 1_500_000_000}),
         ({"memory": 1024}, {"memory": 1024}),
         ({"vcore": 2}, {"vcore": 2000}),
         ({"vcore": "250m"}, {"vcore": 250}),
-        ({"vcore": "0.5"}, {"vcore": 500}),
+        ({"vcore": "250 m"}, {"vcore": 250}),
         ({"nvidia.com/gpu": 4, "pods": "1k"}, {"nvidia.com/gpu": 4, "pods": 1000}),
     ],
 )
@@ -652,13 +672,13 @@ def test_quantities_are_parsed_into_canonical_units(raw: dict, expected: dict) -
 
 def test_duplicate_sibling_names_are_refused() -> None:
     errors = errors_of(doc({"name": "a", "queues": [{"name": "x"}, {"name": "x"}]}))
-    assert list(errors) == [f"{ROOT0}.queues[0].queues[1].name"]
-    assert "duplicate queue name 'x' under root.a" in errors[f"{ROOT0}.queues[0].queues[1].name"]
+    assert list(errors) == ["root.a: queues[1].name"]
+    assert "duplicate queue name 'x' under root.a" in errors["root.a: queues[1].name"]
 
 
 def test_duplicate_top_level_names_under_an_implicit_root_are_refused() -> None:
     errors = errors_of({"partitions": [{"name": "p", "queues": [{"name": "a"}, {"name": "a"}]}]})
-    assert list(errors) == ["partitions[0].queues[1].name"]
+    assert list(errors) == ["partition p: queues[1].name"]
 
 
 def test_same_name_under_different_parents_is_accepted() -> None:
@@ -669,19 +689,33 @@ def test_same_name_under_different_parents_is_accepted() -> None:
 
 
 def test_duplicate_partitions_are_refused() -> None:
-    data = {"partitions": [doc()["partitions"][0], {"name": "other"}, doc()["partitions"][0]]}
+    other = {"name": "other", "queues": []}
+    data = {"partitions": [doc()["partitions"][0], other, doc()["partitions"][0]]}
     errors = errors_of(data)
-    assert list(errors) == ["partitions[2].name"]
-    assert "duplicate partition 'default'" in errors["partitions[2].name"]
+    assert list(errors) == ["partition default: name"]
+    assert "duplicate partition 'default'" in errors["partition default: name"]
+
+
+def test_partition_names_are_compared_case_insensitively__Validate() -> None:
+    # YuniKorn: any spelling of "default" (or no name) is the default partition, and partition
+    # names are unique regardless of case.
+    data = {"partitions": [{"name": "GPU", "queues": []}, {"name": "gpu", "queues": []}]}
+    errors = errors_of(data)
+    assert list(errors) == ["partition gpu: name"]
+    assert "'gpu'" in errors["partition gpu: name"] and "'GPU'" in errors["partition gpu: name"]
+    (config,) = load_scheduler_config({"partitions": [{"name": "Default", "queues": []}]})
+    assert config.name == "default"
+    (config,) = load_scheduler_config({"partitions": [{"queues": []}]})
+    assert config.name == "default"
 
 
 def test_a_duplicate_partition_does_not_displace_the_first_partitions_error_paths() -> None:
     data = doc({"name": "a", "properties": {"preemption.policy": "fencing"}})
-    data["partitions"].append({"name": "default"})
+    data["partitions"].append({"name": "default", "queues": []})
     errors = errors_of(data)
     assert sorted(errors) == [
-        "partitions[0].queues[0].queues[0].properties.preemption.policy",
-        "partitions[1].name",
+        "partition default: name",
+        "partition default: root.a: properties.preemption.policy",
     ]
 
 
@@ -700,7 +734,7 @@ def test_child_max_above_parent_is_refused() -> None:
             }
         )
     )
-    location = f"{ROOT0}.queues[0].queues[0].queues[0].resources.max.memory"
+    location = "root.a.b.c: resources.max.memory"
     assert list(errors) == [location]
     assert "above the parent's effective max 8Gi" in errors[location]
 
@@ -719,22 +753,22 @@ def test_guarantees_summing_above_the_parent_are_refused() -> None:
         )
     )
     assert sorted(errors) == [
-        f"{ROOT0}.queues[0].resources.guaranteed.vcore",
-        f"{ROOT0}.queues[0].resources.max.memory",
+        "root.a: resources.guaranteed.vcore",
+        "root.a: resources.max.memory",
     ]
-    assert "4500m" in errors[f"{ROOT0}.queues[0].resources.guaranteed.vcore"]
+    assert "4500m" in errors["root.a: resources.guaranteed.vcore"]
 
 
 def test_invalid_policy_value_is_refused() -> None:
     errors = errors_of(doc({"name": "a", "properties": {"preemption.policy": "fencing"}}))
-    location = f"{ROOT0}.queues[0].properties.preemption.policy"
+    location = "root.a: properties.preemption.policy"
     assert list(errors) == [location]
     assert "'fencing' is not one of" in errors[location]
 
 
 def test_unparsable_delay_is_refused() -> None:
     errors = errors_of(doc({"name": "a", "properties": {"preemption.delay": "half a minute"}}))
-    location = f"{ROOT0}.queues[0].properties.preemption.delay"
+    location = "root.a: properties.preemption.delay"
     assert list(errors) == [location]
     assert "is not a duration" in errors[location]
 
@@ -744,7 +778,7 @@ def test_integer_property_values_are_read_as_strings() -> None:
         doc({"name": "a", "properties": {"preemption.delay": 90, "priority.fence": True}})
     )
     assert config.queue("root.a").properties == {  # type: ignore[union-attr]
-        "preemption.delay": "90",
+        "preemption.delay": "90s",  # a duration gets its unit
         "priority.fence": "true",
     }
 
@@ -753,8 +787,8 @@ def test_root_with_resources_is_refused() -> None:
     data = doc()
     data["partitions"][0]["queues"][0]["resources"] = {"max": {"memory": "1Ti"}}
     errors = errors_of(data)
-    assert list(errors) == [f"{ROOT0}.resources"]
-    assert "carries no resources" in errors[f"{ROOT0}.resources"]
+    assert list(errors) == ["root: resources"]
+    assert "carries no resources" in errors["root: resources"]
 
 
 def test_several_errors_are_all_reported() -> None:
@@ -786,12 +820,12 @@ def test_several_errors_are_all_reported() -> None:
     errors = errors_of(data)
     assert sorted(errors) == sorted(
         [
-            f"{ROOT0}.queues[0].resources.max.memory",
-            f"{ROOT0}.queues[1].properties.preemption.policy",
-            f"{ROOT0}.queues[2].name",
-            f"{ROOT0}.queues[3].resources.guaranteed.pods",
-            "partitions[0].preemption.enabled",
-            "partitions[1].name",
+            "partition default: root.a: resources.max.memory",
+            "partition default: root.b: properties.preemption.policy",
+            "partition default: root: queues[2].name",
+            "partition default: root.c: resources.guaranteed.pods",
+            "partition default: preemption.enabled",
+            "partition bad name: name",
             "version",
         ]
     )
@@ -807,14 +841,14 @@ def test_a_partition_with_errors_does_not_hide_another_partitions_errors() -> No
         }
     )
     assert sorted(errors) == [
-        "partitions[0].queues[0].resources.max.vcore",
-        "partitions[1].queues[0].properties.preemption.delay",
+        "partition one: root.a: resources.max.vcore",
+        "partition two: root.a: properties.preemption.delay",
     ]
 
 
 def test_kept_values_must_be_plain_data() -> None:
     errors = errors_of(doc({"name": "a", "adminacl": {1: "x"}}))
-    assert list(errors) == [f"{ROOT0}.queues[0].adminacl.1"]
+    assert list(errors) == ["root.a: adminacl.1"]
 
 
 def test_dump_of_a_config_built_in_code_loads_back_equal() -> None:
