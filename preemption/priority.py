@@ -19,8 +19,9 @@ Steps:
    ones first, then the rest (each group most important first), keeping each that leaves room for
    A (``not_needed_after_reprieve``). The rest are the node's victims, in that order.
 5. **Node choice**: fewest budget-violating victims; lowest highest-victim priority; smallest sum
-   of victim priorities; fewest victims; latest earliest start among the highest-priority victims;
-   node name. Outcome ``complete`` with that node, or ``does_not_help`` when no node is possible.
+   of victim priorities, each offset by 2^31 (kube-scheduler's ``pickOneNodeForPreemption``);
+   fewest victims; latest earliest start among the highest-priority victims; node name. Outcome
+   ``complete`` with that node, or ``does_not_help`` when no node is possible.
 
 Explanations (judgement calls, SPEC 4.0 leaves the scope of this policy as "the node"):
 
@@ -60,7 +61,7 @@ from preemption.model import (
     micros,
 )
 
-__all__ = ["plan_priority"]
+__all__ = ["PRIORITY_OFFSET", "plan_priority"]
 
 
 #: Rank of a QoS class in the importance order (SPEC 4.4): lower is more important.
@@ -71,6 +72,13 @@ _QOS_RANK: dict[QoS | None, int] = {
     None: 1,
     QoS.BEST_EFFORT: 2,
 }
+
+
+#: Added to every victim priority in the node-choice sum (SPEC 4.4, changed 2026-11-24), as
+#: kube-scheduler does (``int64(p) + int64(math.MaxInt32) + 1``): with priorities in int32 every
+#: offset priority is >= 0, so an extra victim never lowers a node's sum. The raw sum could: once
+#: the highest victim priority tied, extra priority-0 or negative victims made a sum smaller.
+PRIORITY_OFFSET = 2**31
 
 
 @dataclass(frozen=True)
@@ -310,14 +318,19 @@ def _reprieve(
 
 
 def _node_choice_key(result: _NodePass) -> tuple[int, int, int, int, int, str]:
-    """Smallest is best (SPEC 4.4 "Node choice").
+    """Smallest is best (SPEC 4.4 "Node choice"), criteria in this order: fewest budget-violating
+    victims; lowest highest-victim priority; smallest sum of offset victim priorities; fewest
+    victims; latest earliest start among the highest-priority victims; node name.
 
     A possible node always has at least one victim: A fits no node as it stands, so putting every
     candidate back cannot leave room for A.
 
-    The sum of victim priorities is the plain sum as SPEC 4.4 says (Kubernetes offsets each
-    priority by 2^31 so that, with negative priorities, more victims never win this step; the SPEC
-    does not, and the later "fewest victims" step still applies on equal sums).
+    The sum offsets each priority by ``PRIORITY_OFFSET`` (2^31), exactly as kube-scheduler does,
+    so that a node is not preferred for losing *more* low-priority pods: with the highest victim
+    priority tied, the raw sum preferred victims {5, 0, 0, 0} (5) to {5, 1} (6), and three
+    priority -5 victims (-15) to one (-5). Nodes with different victim counts can still tie on
+    the sum, but only with victims near the lowest int32 priority (one at -2^31 adds 0); "fewest
+    victims" decides then. Python integers do not overflow, so the sum is exact.
     """
     priorities = [victim.priority for victim in result.victims]
     highest = max(priorities)
@@ -325,7 +338,7 @@ def _node_choice_key(result: _NodePass) -> tuple[int, int, int, int, int, str]:
     return (
         len(result.violating),
         highest,
-        sum(priorities),
+        sum(priority + PRIORITY_OFFSET for priority in priorities),
         len(result.victims),
         -earliest,  # the later the earliest start, the smaller (less work lost)
         result.node,

@@ -1,8 +1,8 @@
 """Priority preemption, Kubernetes style (SPEC 4.4): properties scenarios cannot express well.
 
 Random clusters check that shuffling the input never changes the plan and that the reprieve is
-minimal (no victim could be put back); small hand-built states pin the order of victims,
-per-node budget counting and the explanations' scope.
+minimal (no victim could be put back); small hand-built states pin the order of victims, the
+node-choice sum with its 2^31 offset, per-node budget counting and the explanations' scope.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from preemption.model import (
     QoS,
     Reason,
 )
-from preemption.priority import plan_priority
+from preemption.priority import PRIORITY_OFFSET, plan_priority
 from tests.unit.builders import config, queue
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -267,6 +267,67 @@ def test_budgets_are_counted_afresh_on_each_node() -> None:
     assert (result.node, result.victims) == ("n2", ("w2",))
     assert explained(result, "w2") == (True, Reason.VICTIM)
     assert explained(result, "w1") == (False, Reason.NOT_ON_NODE)
+
+
+def test_the_offset_is_kubernetes_max_int32_plus_one() -> None:
+    # kube-scheduler: sumPriorities += int64(p) + int64(math.MaxInt32) + 1.
+    assert PRIORITY_OFFSET == (2**31 - 1) + 1
+
+
+def test_the_lowest_highest_victim_priority_decides_before_the_offset_sum() -> None:
+    # Three priority-0 victims on n1, one priority-1 victim on n2: step 2 (lowest highest-victim
+    # priority, 0 < 1) picks n1 before any sum is compared, in SPEC 4.4 and in kube-scheduler.
+    state = cluster(
+        [Node("n1", {"vcore": 9}), Node("n2", {"vcore": 9})],
+        [
+            alloc("z1", "n1", 3, 0),
+            alloc("z2", "n1", 3, 0),
+            alloc("z3", "n1", 3, 0),
+            alloc("one", "n2", 9, 1),
+        ],
+        [ask("k", 9, 10)],
+    )
+    result = plan(state)
+    assert (result.node, set(result.victims)) == ("n1", {"z1", "z2", "z3"})
+
+
+def test_with_the_highest_victim_priority_tied_the_offset_sum_prefers_fewer_victims() -> None:
+    # The same three priority-0 and one priority-1 victims, each node also losing a priority-5
+    # pod: step 2 ties at 5, and the offset sums 4 * 2^31 + 5 (n1) > 2 * 2^31 + 6 (n2) pick n2.
+    # The raw sums (5 < 6) picked n1.
+    state = cluster(
+        [Node("n1", {"vcore": 12}), Node("n2", {"vcore": 12})],
+        [
+            alloc("a-hi", "n1", 3, 5),
+            alloc("z1", "n1", 3, 0),
+            alloc("z2", "n1", 3, 0),
+            alloc("z3", "n1", 3, 0),
+            alloc("b-hi", "n2", 6, 5),
+            alloc("one", "n2", 6, 1),
+        ],
+        [ask("k", 12, 10)],
+    )
+    result = plan(state)
+    assert (result.node, set(result.victims)) == ("n2", {"b-hi", "one"})
+    assert explained(result, "z1") == (False, Reason.NOT_ON_NODE)
+
+
+def test_offset_sums_are_exact_at_the_ends_of_int32() -> None:
+    # The ask has the highest int32 priority. n1 must lose a victim just below it and one at the
+    # lowest int32 priority, n2 only the one just below: the lowest adds 0 once offset, so the
+    # sums tie (2^32 - 2 each) and the fewest victims (step 4) pick n2. The raw sums picked n1.
+    high, lowest = 2**31 - 2, -(2**31)
+    state = cluster(
+        [Node("n1", {"vcore": 10}), Node("n2", {"vcore": 10})],
+        [
+            alloc("a-high", "n1", 5, high),
+            alloc("a-lowest", "n1", 5, lowest),
+            alloc("b-high", "n2", 10, high),
+        ],
+        [ask("k", 10, 2**31 - 1)],
+    )
+    result = plan(state)
+    assert (result.node, result.victims) == ("n2", ("b-high",))
 
 
 def test_a_zero_quantity_in_the_ask_never_blocks_a_fit() -> None:
