@@ -8,8 +8,9 @@ Steps:
 
 1. **Trigger**: A's ``preemption_policy`` is ``PreemptLowerPriority`` and A fits no schedulable
    node. Room on a node is its capacity minus its live allocations (``preempting`` ones count as
-   gone, SPEC 4.0) minus the resources of the *other* pending asks of equal or higher priority
-   nominated to it (seed 003, example 1). Otherwise ``not_triggered``.
+   gone, SPEC 4.0) minus the resources of the *other* waiting asks (``pending`` or ``reserved``)
+   of equal or higher priority nominated to it (seed 003, example 1). Otherwise
+   ``not_triggered``.
 2. **Per schedulable node** (by name): the candidates are its running allocations with priority
    strictly lower than A (``law6_higher_priority`` otherwise). The node is possible only if A fits
    once all of them are gone.
@@ -72,6 +73,12 @@ _QOS_RANK: dict[QoS | None, int] = {
     None: 1,
     QoS.BEST_EFFORT: 2,
 }
+
+
+#: Ask states that still wait to run, so that a node named by such an ask holds room for it.
+#: ``reserved`` is waiting too (as in 4.2, 4.3 and 4.5); ``allocated`` asks run as allocations
+#: and ``removed`` ones are gone, so neither holds room.
+_WAITING = frozenset({AskState.PENDING, AskState.RESERVED})
 
 
 #: Added to every victim priority in the node-choice sum (SPEC 4.4, changed 2026-11-24), as
@@ -155,15 +162,16 @@ def _allocations_by_node(running: Iterable[Allocation]) -> defaultdict[str, list
 
 
 def _reserved_by_node(asks: Iterable[Ask], ask: Ask) -> defaultdict[str, dict[str, int]]:
-    """Resources set aside on each node for the *other* pending asks nominated there with
-    priority at least A's (SPEC 4.4 "Room"; seed 003, example 1: pod D does not take the space
-    freed for pod C). Lower-priority nominations are not set aside (seed 003, example 4: pod F
-    takes node 1 although pod C was nominated there)."""
+    """Resources set aside on each node for the *other* waiting asks (pending or reserved)
+    nominated there with priority at least A's (SPEC 4.4 "Room"; seed 003, example 1: pod D does
+    not take the space freed for pod C). kube-scheduler likewise counts every unbound pod
+    nominated to the node with priority >= A's. Lower-priority nominations are not set aside
+    (seed 003, example 4: pod F takes node 1 although pod C was nominated there)."""
     reserved: defaultdict[str, dict[str, int]] = defaultdict(dict)
     for other in asks:
         if (
             other.id == ask.id
-            or other.state != AskState.PENDING
+            or other.state not in _WAITING
             or other.node is None
             or other.priority < ask.priority
         ):

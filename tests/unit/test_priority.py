@@ -17,6 +17,7 @@ from preemption.model import (
     Allocation,
     AllocationState,
     Ask,
+    AskState,
     Budget,
     ClusterState,
     Node,
@@ -61,7 +62,13 @@ def alloc(
     )
 
 
-def ask(id: str, vcore: int, priority: int, node: str | None = None) -> Ask:
+def ask(
+    id: str,
+    vcore: int,
+    priority: int,
+    node: str | None = None,
+    state: AskState = AskState.PENDING,
+) -> Ask:
     return Ask(
         id=id,
         app=id,
@@ -69,6 +76,7 @@ def ask(id: str, vcore: int, priority: int, node: str | None = None) -> Ask:
         resources={"vcore": vcore},
         priority=priority,
         node=node,
+        state=state,
     )
 
 
@@ -129,7 +137,12 @@ def random_cluster(rng: random.Random) -> ClusterState:
             )
     asks = [ask("k", rng.randint(1, 10), rng.randint(1, 12))]
     for i in range(rng.randint(0, 2)):
-        asks.append(ask(f"o{i}", rng.randint(1, 4), rng.randint(0, 12), rng.choice(nodes).name))
+        state = rng.choice(
+            (AskState.PENDING, AskState.PENDING, AskState.RESERVED, AskState.ALLOCATED)
+        )
+        asks.append(
+            ask(f"o{i}", rng.randint(1, 4), rng.randint(0, 12), rng.choice(nodes).name, state)
+        )
     return cluster(nodes, allocations, asks, budgets)
 
 
@@ -155,15 +168,21 @@ def room_without(
     state: ClusterState, node: str, gone: set[str], ask_id: str = "k"
 ) -> dict[str, int]:
     """Room on ``node`` for the ask, computed independently of the module: capacity minus live
-    allocations not in ``gone`` minus other pending asks of at least its priority nominated
-    there."""
+    allocations not in ``gone`` minus other waiting (pending or reserved) asks of at least its
+    priority nominated there."""
     pending = state.ask(ask_id)
     room = dict(state.nodes_by_name[node].capacity)
     for allocation in state.running:
         if allocation.node == node and allocation.id not in gone:
             room["vcore"] = room.get("vcore", 0) - allocation.resources.get("vcore", 0)
+    waiting = (AskState.PENDING, AskState.RESERVED)
     for other in state.asks:
-        if other.id != ask_id and other.node == node and other.priority >= pending.priority:
+        if (
+            other.id != ask_id
+            and other.node == node
+            and other.state in waiting
+            and other.priority >= pending.priority
+        ):
             room["vcore"] = room.get("vcore", 0) - other.resources.get("vcore", 0)
     return room
 
