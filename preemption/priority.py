@@ -6,7 +6,9 @@ its nominated node (``Plan.node``); it is not guaranteed to land there (seed 003
 
 Steps:
 
-1. **Trigger**: A's ``preemption_policy`` is ``PreemptLowerPriority`` and A fits no schedulable
+1. **Trigger**: A still waits (``pending`` or ``reserved``: an allocated or removed ask never
+   triggers a policy, as in 4.2, 4.3 and 4.5, and kube-scheduler only preempts for unbound
+   pods), A's ``preemption_policy`` is ``PreemptLowerPriority`` and A fits no schedulable
    node. Room on a node is its capacity minus its live allocations (``preempting`` ones count as
    gone, SPEC 4.0) minus the resources of the *other* waiting asks (``pending`` or ``reserved``)
    of equal or higher priority nominated to it (seed 003, example 1). Otherwise
@@ -106,6 +108,9 @@ def plan_priority(state: ClusterState, ask_id: str, now: datetime, options: Opti
     """
     del now, options  # part of the common policy signature (SPEC 4.0)
     ask = state.ask(ask_id)
+    if ask.state not in _WAITING:
+        # Already running (allocated) or gone (removed): nothing to make room for.
+        return Plan(PolicyName.PRIORITY, Outcome.NOT_TRIGGERED)
     if ask.preemption_policy != PreemptionPolicy.PREEMPT_LOWER_PRIORITY:
         return Plan(PolicyName.PRIORITY, Outcome.NOT_TRIGGERED)
 

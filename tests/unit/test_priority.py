@@ -349,6 +349,19 @@ def test_offset_sums_are_exact_at_the_ends_of_int32() -> None:
     assert (result.node, result.victims) == ("n2", ("b-high",))
 
 
+def test_only_a_waiting_ask_triggers() -> None:
+    # Pending and reserved asks still wait and may preempt; allocated and removed ones do not.
+    nodes, running = [Node("n1", {"vcore": 10})], [alloc("low", "n1", 10, 0)]
+    for state, outcome in (
+        (AskState.PENDING, Outcome.COMPLETE),
+        (AskState.RESERVED, Outcome.COMPLETE),
+        (AskState.ALLOCATED, Outcome.NOT_TRIGGERED),
+        (AskState.REMOVED, Outcome.NOT_TRIGGERED),
+    ):
+        result = plan(cluster(nodes, running, [ask("k", 5, 10, state=state)]))
+        assert result.outcome == outcome, state
+
+
 def test_a_zero_quantity_in_the_ask_never_blocks_a_fit() -> None:
     # The node is overcommitted on memory (a pod was admitted before a capacity change); the ask
     # lists memory 0, which means the same as not asking for memory (SPEC 3.1).
