@@ -11,9 +11,9 @@ Steps (``plan_job``):
    priority (the highest of its asks') and whether it is preemptible (no ask opted out).
 2. **Candidates**: running allocations anywhere with ``allow_preemption`` and a priority lower
    than J's; the others are ``law1_opted_out`` or ``law6_higher_priority``, in that order.
-3. **Trigger**: J cannot be placed on the free room of the schedulable nodes as they stand, and
-   J passes admission on Q's usage counted as if every candidate in Q's subtree were gone.
-   Otherwise ``not_triggered``.
+3. **Trigger**: no ask of J has ``preemption_policy: Never``; J cannot be placed on the free
+   room of the schedulable nodes as they stand; and J passes admission on Q's usage counted as
+   if every candidate in Q's subtree were gone. Otherwise ``not_triggered``.
 4. **All or nothing**: remove every candidate and place J; if an ask does not fit,
    ``does_not_help`` and nobody is preempted.
 5. **Reprieve**: walk the candidates most important first (higher priority, older, id) and put
@@ -56,7 +56,12 @@ Judgement calls where SPEC 4.5 is silent (each also commented where it is implem
   nothing, so it neither blocks admission nor the fit, nor makes an ask unplaceable on a cluster
   without GPUs. A requested type with no capacity on any schedulable node makes the ask, and so
   J, unplaceable.
-- ``preemption_policy`` is not part of 4.5's trigger (SPEC lists only placement and admission).
+- An ask with ``preemption_policy: Never`` makes the whole job ``not_triggered`` (SPEC 4.5,
+  changed 2026-11-24): the gang is placed all or nothing, so any preemption for J is also
+  preemption on behalf of that ask, which its policy forbids. Only J's asks count (the waiting
+  ones): an ask already allocated or removed is no longer part of J. Like every other
+  ``not_triggered`` plan it carries no explanations and so no reason code: SPEC names none for
+  it, and no candidate was considered (4.2 and 4.4 treat a ``Never`` ask the same way).
 - ``options.soft_eviction`` does not change the plan: it changes how the services evict the
   victims (labelled and handed to the cluster rather than released at once).
 - Explanations cover every running allocation of the cluster (candidates may be anywhere). In a
@@ -86,6 +91,7 @@ from preemption.model import (
     Outcome,
     Plan,
     PolicyName,
+    PreemptionPolicy,
     Reason,
     explanations_from,
 )
@@ -128,14 +134,18 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
     services evict; both are taken so every policy has the same signature.
 
     Steps:
-    1. Collect J; give every running allocation its static reason or make it a candidate.
-    2. Trigger: J does not place as the cluster stands, and admission holds with the candidates
-       of Q's subtree gone; else ``not_triggered``.
+    1. Collect J; if any of its asks has ``preemption_policy: Never``, ``not_triggered``.
+    2. Give every running allocation its static reason or make it a candidate. Trigger: J does
+       not place as the cluster stands, and admission holds with the candidates of Q's subtree
+       gone; else ``not_triggered``.
     3. Remove every candidate and place J; if it does not place, ``does_not_help``.
     4. Reprieve the candidates most important first; the rest are the victims.
     """
     found = _job(state, job)
     if found is None:
+        return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
+    # SPEC 4.5 trigger: one ask that may not preempt keeps the whole gang from preempting.
+    if any(ask.preemption_policy == PreemptionPolicy.NEVER for ask in found.asks):
         return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
     candidates, reasons = _candidates(state.running, found.priority)
     types = tuple(sorted(found.request))

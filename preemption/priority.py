@@ -6,10 +6,13 @@ its nominated node (``Plan.node``); it is not guaranteed to land there (seed 003
 
 Steps:
 
-1. **Trigger**: A's ``preemption_policy`` is ``PreemptLowerPriority`` and A fits no schedulable
+1. **Trigger**: A still waits (``pending`` or ``reserved``: an allocated or removed ask never
+   triggers a policy, as in 4.2, 4.3 and 4.5, and kube-scheduler only preempts for unbound
+   pods), A's ``preemption_policy`` is ``PreemptLowerPriority`` and A fits no schedulable
    node. Room on a node is its capacity minus its live allocations (``preempting`` ones count as
-   gone, SPEC 4.0) minus the resources of the *other* pending asks of equal or higher priority
-   nominated to it (seed 003, example 1). Otherwise ``not_triggered``.
+   gone, SPEC 4.0) minus the resources of the *other* waiting asks (``pending`` or ``reserved``)
+   of equal or higher priority nominated to it (seed 003, example 1). Otherwise
+   ``not_triggered``.
 2. **Per schedulable node** (by name): the candidates are its running allocations with priority
    strictly lower than A (``law6_higher_priority`` otherwise). The node is possible only if A fits
    once all of them are gone.
@@ -19,8 +22,9 @@ Steps:
    ones first, then the rest (each group most important first), keeping each that leaves room for
    A (``not_needed_after_reprieve``). The rest are the node's victims, in that order.
 5. **Node choice**: fewest budget-violating victims; lowest highest-victim priority; smallest sum
-   of victim priorities; fewest victims; latest earliest start among the highest-priority victims;
-   node name. Outcome ``complete`` with that node, or ``does_not_help`` when no node is possible.
+   of victim priorities, each offset by 2^31 (kube-scheduler's ``pickOneNodeForPreemption``);
+   fewest victims; latest earliest start among the highest-priority victims; node name. Outcome
+   ``complete`` with that node, or ``does_not_help`` when no node is possible.
 
 Explanations (judgement calls, SPEC 4.0 leaves the scope of this policy as "the node"):
 
@@ -60,7 +64,7 @@ from preemption.model import (
     micros,
 )
 
-__all__ = ["plan_priority"]
+__all__ = ["PRIORITY_OFFSET", "plan_priority"]
 
 
 #: Rank of a QoS class in the importance order (SPEC 4.4): lower is more important.
@@ -71,6 +75,19 @@ _QOS_RANK: dict[QoS | None, int] = {
     None: 1,
     QoS.BEST_EFFORT: 2,
 }
+
+
+#: Ask states that still wait to run, so that a node named by such an ask holds room for it.
+#: ``reserved`` is waiting too (as in 4.2, 4.3 and 4.5); ``allocated`` asks run as allocations
+#: and ``removed`` ones are gone, so neither holds room.
+_WAITING = frozenset({AskState.PENDING, AskState.RESERVED})
+
+
+#: Added to every victim priority in the node-choice sum (SPEC 4.4, changed 2026-11-24), as
+#: kube-scheduler does (``int64(p) + int64(math.MaxInt32) + 1``): with priorities in int32 every
+#: offset priority is >= 0, so an extra victim never lowers a node's sum. The raw sum could: once
+#: the highest victim priority tied, extra priority-0 or negative victims made a sum smaller.
+PRIORITY_OFFSET = 2**31
 
 
 @dataclass(frozen=True)
@@ -91,6 +108,9 @@ def plan_priority(state: ClusterState, ask_id: str, now: datetime, options: Opti
     """
     del now, options  # part of the common policy signature (SPEC 4.0)
     ask = state.ask(ask_id)
+    if ask.state not in _WAITING:
+        # Already running (allocated) or gone (removed): nothing to make room for.
+        return Plan(PolicyName.PRIORITY, Outcome.NOT_TRIGGERED)
     if ask.preemption_policy != PreemptionPolicy.PREEMPT_LOWER_PRIORITY:
         return Plan(PolicyName.PRIORITY, Outcome.NOT_TRIGGERED)
 
@@ -147,15 +167,16 @@ def _allocations_by_node(running: Iterable[Allocation]) -> defaultdict[str, list
 
 
 def _reserved_by_node(asks: Iterable[Ask], ask: Ask) -> defaultdict[str, dict[str, int]]:
-    """Resources set aside on each node for the *other* pending asks nominated there with
-    priority at least A's (SPEC 4.4 "Room"; seed 003, example 1: pod D does not take the space
-    freed for pod C). Lower-priority nominations are not set aside (seed 003, example 4: pod F
-    takes node 1 although pod C was nominated there)."""
+    """Resources set aside on each node for the *other* waiting asks (pending or reserved)
+    nominated there with priority at least A's (SPEC 4.4 "Room"; seed 003, example 1: pod D does
+    not take the space freed for pod C). kube-scheduler likewise counts every unbound pod
+    nominated to the node with priority >= A's. Lower-priority nominations are not set aside
+    (seed 003, example 4: pod F takes node 1 although pod C was nominated there)."""
     reserved: defaultdict[str, dict[str, int]] = defaultdict(dict)
     for other in asks:
         if (
             other.id == ask.id
-            or other.state != AskState.PENDING
+            or other.state not in _WAITING
             or other.node is None
             or other.priority < ask.priority
         ):
@@ -310,14 +331,19 @@ def _reprieve(
 
 
 def _node_choice_key(result: _NodePass) -> tuple[int, int, int, int, int, str]:
-    """Smallest is best (SPEC 4.4 "Node choice").
+    """Smallest is best (SPEC 4.4 "Node choice"), criteria in this order: fewest budget-violating
+    victims; lowest highest-victim priority; smallest sum of offset victim priorities; fewest
+    victims; latest earliest start among the highest-priority victims; node name.
 
     A possible node always has at least one victim: A fits no node as it stands, so putting every
     candidate back cannot leave room for A.
 
-    The sum of victim priorities is the plain sum as SPEC 4.4 says (Kubernetes offsets each
-    priority by 2^31 so that, with negative priorities, more victims never win this step; the SPEC
-    does not, and the later "fewest victims" step still applies on equal sums).
+    The sum offsets each priority by ``PRIORITY_OFFSET`` (2^31), exactly as kube-scheduler does,
+    so that a node is not preferred for losing *more* low-priority pods: with the highest victim
+    priority tied, the raw sum preferred victims {5, 0, 0, 0} (5) to {5, 1} (6), and three
+    priority -5 victims (-15) to one (-5). Nodes with different victim counts can still tie on
+    the sum, but only with victims near the lowest int32 priority (one at -2^31 adds 0); "fewest
+    victims" decides then. Python integers do not overflow, so the sum is exact.
     """
     priorities = [victim.priority for victim in result.victims]
     highest = max(priorities)
@@ -325,7 +351,7 @@ def _node_choice_key(result: _NodePass) -> tuple[int, int, int, int, int, str]:
     return (
         len(result.violating),
         highest,
-        sum(priorities),
+        sum(priority + PRIORITY_OFFSET for priority in priorities),
         len(result.victims),
         -earliest,  # the later the earliest start, the smaller (less work lost)
         result.node,

@@ -25,6 +25,8 @@ from preemption.model import (
     Options,
     Outcome,
     Plan,
+    PolicyName,
+    PreemptionPolicy,
     Reason,
 )
 from tests.unit.builders import config, queue
@@ -102,7 +104,7 @@ def naive_plan(cluster: ClusterState, job: str) -> tuple[Outcome, tuple[str, ...
         ),
         key=lambda a: a.id,
     )
-    if not asks:
+    if not asks or any(a.preemption_policy == PreemptionPolicy.NEVER for a in asks):
         return Outcome.NOT_TRIGGERED, (), {}
     home = cluster.hierarchy.queues[asks[0].queue]
     priority = max(a.priority for a in asks)
@@ -235,6 +237,11 @@ def random_cluster(rng: random.Random) -> ClusterState:
             resources={GPU: rng.randrange(0, 5), "vcore": rng.choice([0, 500, 1000])},
             priority=rng.randrange(3, 7),
             allow_preemption=rng.random() < 0.85,
+            preemption_policy=(
+                PreemptionPolicy.NEVER
+                if rng.random() < 0.05
+                else PreemptionPolicy.PREEMPT_LOWER_PRIORITY
+            ),
             job="j1",
             state=rng.choice([AskState.PENDING] * 6 + [AskState.RESERVED, AskState.ALLOCATED]),
         )
@@ -356,6 +363,35 @@ def test_a_plan_that_is_not_triggered_has_no_explanations() -> None:
     result = plan(cluster)
     assert result.outcome == Outcome.NOT_TRIGGERED
     assert result.explanations == ()
+
+
+def test_a_never_ask_keeps_the_whole_job_from_preempting() -> None:
+    # Removing low would place both asks; k2 may not preempt, so nobody is preempted for the
+    # gang, and the plan is a bare not_triggered (no explanations, SPEC 4.5 changed 2026-11-24).
+    job = [ask("k1", 4), ask("k2", 4, preemption_policy=PreemptionPolicy.NEVER)]
+    cluster = state(gpu_nodes(8), [alloc("low", "n1", 8)], job)
+    assert plan(cluster) == Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
+
+
+def test_a_never_ask_no_longer_waiting_is_not_part_of_the_job() -> None:
+    # k0 (Never) is already allocated: J is k1 alone, which may preempt.
+    job = [
+        ask("k0", 4, preemption_policy=PreemptionPolicy.NEVER, state=AskState.ALLOCATED),
+        ask("k1", 4, preemption_policy=PreemptionPolicy.PREEMPT_LOWER_PRIORITY),
+    ]
+    cluster = state(gpu_nodes(8), [alloc("low", "n1", 8)], job)
+    result = plan(cluster)
+    assert (result.outcome, result.victims) == (Outcome.COMPLETE, ("low",))
+
+
+def test_the_random_clusters_include_jobs_with_a_never_ask() -> None:
+    # The agreement test above covers the Never rule only if some random jobs have one.
+    never = 0
+    for seed in range(600):
+        cluster = random_cluster(random.Random(seed))
+        waiting = [a for a in cluster.asks if a.state in (AskState.PENDING, AskState.RESERVED)]
+        never += any(a.preemption_policy == PreemptionPolicy.NEVER for a in waiting)
+    assert never > 20
 
 
 def test_victims_are_listed_most_important_first() -> None:

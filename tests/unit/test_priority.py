@@ -1,8 +1,8 @@
 """Priority preemption, Kubernetes style (SPEC 4.4): properties scenarios cannot express well.
 
 Random clusters check that shuffling the input never changes the plan and that the reprieve is
-minimal (no victim could be put back); small hand-built states pin the order of victims,
-per-node budget counting and the explanations' scope.
+minimal (no victim could be put back); small hand-built states pin the order of victims, the
+node-choice sum with its 2^31 offset, per-node budget counting and the explanations' scope.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from preemption.model import (
     Allocation,
     AllocationState,
     Ask,
+    AskState,
     Budget,
     ClusterState,
     Node,
@@ -27,7 +28,7 @@ from preemption.model import (
     QoS,
     Reason,
 )
-from preemption.priority import plan_priority
+from preemption.priority import PRIORITY_OFFSET, plan_priority
 from tests.unit.builders import config, queue
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -61,7 +62,13 @@ def alloc(
     )
 
 
-def ask(id: str, vcore: int, priority: int, node: str | None = None) -> Ask:
+def ask(
+    id: str,
+    vcore: int,
+    priority: int,
+    node: str | None = None,
+    state: AskState = AskState.PENDING,
+) -> Ask:
     return Ask(
         id=id,
         app=id,
@@ -69,6 +76,7 @@ def ask(id: str, vcore: int, priority: int, node: str | None = None) -> Ask:
         resources={"vcore": vcore},
         priority=priority,
         node=node,
+        state=state,
     )
 
 
@@ -129,7 +137,12 @@ def random_cluster(rng: random.Random) -> ClusterState:
             )
     asks = [ask("k", rng.randint(1, 10), rng.randint(1, 12))]
     for i in range(rng.randint(0, 2)):
-        asks.append(ask(f"o{i}", rng.randint(1, 4), rng.randint(0, 12), rng.choice(nodes).name))
+        state = rng.choice(
+            (AskState.PENDING, AskState.PENDING, AskState.RESERVED, AskState.ALLOCATED)
+        )
+        asks.append(
+            ask(f"o{i}", rng.randint(1, 4), rng.randint(0, 12), rng.choice(nodes).name, state)
+        )
     return cluster(nodes, allocations, asks, budgets)
 
 
@@ -155,15 +168,21 @@ def room_without(
     state: ClusterState, node: str, gone: set[str], ask_id: str = "k"
 ) -> dict[str, int]:
     """Room on ``node`` for the ask, computed independently of the module: capacity minus live
-    allocations not in ``gone`` minus other pending asks of at least its priority nominated
-    there."""
+    allocations not in ``gone`` minus other waiting (pending or reserved) asks of at least its
+    priority nominated there."""
     pending = state.ask(ask_id)
     room = dict(state.nodes_by_name[node].capacity)
     for allocation in state.running:
         if allocation.node == node and allocation.id not in gone:
             room["vcore"] = room.get("vcore", 0) - allocation.resources.get("vcore", 0)
+    waiting = (AskState.PENDING, AskState.RESERVED)
     for other in state.asks:
-        if other.id != ask_id and other.node == node and other.priority >= pending.priority:
+        if (
+            other.id != ask_id
+            and other.node == node
+            and other.state in waiting
+            and other.priority >= pending.priority
+        ):
             room["vcore"] = room.get("vcore", 0) - other.resources.get("vcore", 0)
     return room
 
@@ -267,6 +286,80 @@ def test_budgets_are_counted_afresh_on_each_node() -> None:
     assert (result.node, result.victims) == ("n2", ("w2",))
     assert explained(result, "w2") == (True, Reason.VICTIM)
     assert explained(result, "w1") == (False, Reason.NOT_ON_NODE)
+
+
+def test_the_offset_is_kubernetes_max_int32_plus_one() -> None:
+    # kube-scheduler: sumPriorities += int64(p) + int64(math.MaxInt32) + 1.
+    assert PRIORITY_OFFSET == (2**31 - 1) + 1
+
+
+def test_the_lowest_highest_victim_priority_decides_before_the_offset_sum() -> None:
+    # Three priority-0 victims on n1, one priority-1 victim on n2: step 2 (lowest highest-victim
+    # priority, 0 < 1) picks n1 before any sum is compared, in SPEC 4.4 and in kube-scheduler.
+    state = cluster(
+        [Node("n1", {"vcore": 9}), Node("n2", {"vcore": 9})],
+        [
+            alloc("z1", "n1", 3, 0),
+            alloc("z2", "n1", 3, 0),
+            alloc("z3", "n1", 3, 0),
+            alloc("one", "n2", 9, 1),
+        ],
+        [ask("k", 9, 10)],
+    )
+    result = plan(state)
+    assert (result.node, set(result.victims)) == ("n1", {"z1", "z2", "z3"})
+
+
+def test_with_the_highest_victim_priority_tied_the_offset_sum_prefers_fewer_victims() -> None:
+    # The same three priority-0 and one priority-1 victims, each node also losing a priority-5
+    # pod: step 2 ties at 5, and the offset sums 4 * 2^31 + 5 (n1) > 2 * 2^31 + 6 (n2) pick n2.
+    # The raw sums (5 < 6) picked n1.
+    state = cluster(
+        [Node("n1", {"vcore": 12}), Node("n2", {"vcore": 12})],
+        [
+            alloc("a-hi", "n1", 3, 5),
+            alloc("z1", "n1", 3, 0),
+            alloc("z2", "n1", 3, 0),
+            alloc("z3", "n1", 3, 0),
+            alloc("b-hi", "n2", 6, 5),
+            alloc("one", "n2", 6, 1),
+        ],
+        [ask("k", 12, 10)],
+    )
+    result = plan(state)
+    assert (result.node, set(result.victims)) == ("n2", {"b-hi", "one"})
+    assert explained(result, "z1") == (False, Reason.NOT_ON_NODE)
+
+
+def test_offset_sums_are_exact_at_the_ends_of_int32() -> None:
+    # The ask has the highest int32 priority. n1 must lose a victim just below it and one at the
+    # lowest int32 priority, n2 only the one just below: the lowest adds 0 once offset, so the
+    # sums tie (2^32 - 2 each) and the fewest victims (step 4) pick n2. The raw sums picked n1.
+    high, lowest = 2**31 - 2, -(2**31)
+    state = cluster(
+        [Node("n1", {"vcore": 10}), Node("n2", {"vcore": 10})],
+        [
+            alloc("a-high", "n1", 5, high),
+            alloc("a-lowest", "n1", 5, lowest),
+            alloc("b-high", "n2", 10, high),
+        ],
+        [ask("k", 10, 2**31 - 1)],
+    )
+    result = plan(state)
+    assert (result.node, result.victims) == ("n2", ("b-high",))
+
+
+def test_only_a_waiting_ask_triggers() -> None:
+    # Pending and reserved asks still wait and may preempt; allocated and removed ones do not.
+    nodes, running = [Node("n1", {"vcore": 10})], [alloc("low", "n1", 10, 0)]
+    for state, outcome in (
+        (AskState.PENDING, Outcome.COMPLETE),
+        (AskState.RESERVED, Outcome.COMPLETE),
+        (AskState.ALLOCATED, Outcome.NOT_TRIGGERED),
+        (AskState.REMOVED, Outcome.NOT_TRIGGERED),
+    ):
+        result = plan(cluster(nodes, running, [ask("k", 5, 10, state=state)]))
+        assert result.outcome == outcome, state
 
 
 def test_a_zero_quantity_in_the_ask_never_blocks_a_fit() -> None:
