@@ -36,6 +36,7 @@ from preemption.durations import (
     MAX_DURATION,
     DurationError,
     duration_spelling,
+    format_duration,
     parse_duration,
     parse_go_duration,
 )
@@ -211,6 +212,15 @@ class Hierarchy:
                 return Effective(seconds, step)
         return Effective(0, None)
 
+    def duration_text(self, effective: Effective, key: str) -> str:
+        """How an effective delay is shown: the property as written (with its unit) on the queue
+        it comes from, else the partition's whole-second setting in Go's syntax."""
+        if effective.source in self.queues:
+            written = self.queues[effective.source].properties.get(key)
+            if written:
+                return written
+        return format_duration(int(effective.value or 0))
+
     def preemption_delay(self, path: str) -> Effective:
         """A leaf's own ``preemption.delay`` (never inherited), else the partition default."""
         seconds = _duration_property(self.queues[path], PROPERTY_DELAY)
@@ -312,15 +322,19 @@ def guarantees_passed_up(hierarchy: Hierarchy) -> dict[str, dict[str, int]]:
     return passed
 
 
+#: Why a ``preemption.delay`` on a parent queue is accepted but flagged (SPEC 3.2).
+PARENT_DELAY_WARNING = (
+    "YuniKorn passes this value to the leaves below; this product ignores it on a parent "
+    "(it follows seed 000: preemption.delay is read on leaf queues only)"
+)
+
+
 def config_notices(config: PartitionConfig) -> list[ConfigError]:
-    """Settings that are valid but have no effect, for the UI to point out (not errors)."""
+    """Settings that are valid but read differently or not at all, for the UI, the import and
+    the validate responses to point out. Warnings never block a save."""
     hierarchy = Hierarchy(config)
     return [
-        ConfigError(
-            queue.path,
-            f"properties.{PROPERTY_DELAY}",
-            "set on a parent queue: preemption.delay is read on leaf queues only",
-        )
+        ConfigError(queue.path, f"properties.{PROPERTY_DELAY}", PARENT_DELAY_WARNING)
         for queue in config.queues
         if PROPERTY_DELAY in queue.properties and not hierarchy.is_leaf(queue.path)
     ]

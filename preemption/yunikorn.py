@@ -41,6 +41,7 @@ from preemption.hierarchy import (
     NAME_PATTERN,
     ConfigError,
     ConfigErrors,
+    config_notices,
     normalized_config,
     validate_config,
 )
@@ -574,3 +575,10 @@ def _sets_quota_delay(value: str | None) -> bool:
         return parse_go_duration(value, field=PROPERTY_QUOTA_DELAY) > 0
     except DurationError:
         return False
+
+
+def config_warnings(config: PartitionConfig) -> list[ConfigError]:
+    """Valid settings that YuniKorn reads differently from this product (or that it is about to
+    stop reading): shown on import, in validate responses and on the queue page, never
+    blocking a save."""
+    return config_notices(config)

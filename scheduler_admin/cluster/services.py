@@ -170,6 +170,9 @@ class _Checker:
         self.errors: dict[str, list[str]] = {}
         #: The partition's leaf queues and the nodes an item may name (stored or in the body).
         self.leaves = leaves or set()
+        #: YuniKorn reports queue paths lower-cased (``root.queuea`` for a configured
+        #: ``root.queueA``); names are unique regardless of case, so the match is unambiguous.
+        self.leaf_spelling = {leaf.lower(): leaf for leaf in self.leaves}
         self.nodes = nodes or set()
         # Thousands of tasks share a handful of shapes ({"memory": "2Gi", "vcore": "500m"}):
         # parse each shape once. Only valid shapes are kept (errors carry each item's path).
@@ -513,8 +516,13 @@ def _user(checker: _Checker, value: object, path: str) -> str:
 
 
 def _leaf_queue(checker: _Checker, value: object, path: str) -> str:
+    """A leaf queue of the partition, matched case-insensitively as YuniKorn names queues, and
+    returned in the spelling of the config."""
     queue = checker.text(value, path, limit=QUEUE_PATH_MAX_LENGTH)
     if queue and queue not in checker.leaves:
+        configured = checker.leaf_spelling.get(queue.lower())
+        if configured is not None:
+            return configured
         checker.fail(path, f"{_quote(queue)} is not a leaf queue of this partition")
     return queue
 

@@ -32,7 +32,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from preemption.config import ROOT, PartitionConfig, PartitionSettings, QueueConfig, diff_configs
-from preemption.hierarchy import ConfigError, ConfigErrors, validate_config
+from preemption.hierarchy import ConfigError, ConfigErrors, normalized_config, validate_config
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
 from scheduler_admin.enforcement.timers import apply_config_change
@@ -386,7 +386,8 @@ def _save_config(
 
     # Read under the lock: the edit applies to what is saved now, never to an earlier read.
     before = partition.current_config()
-    config = edit(before)
+    # Durations are saved with their unit (60 -> 60s) whichever way the change came in.
+    config = normalized_config(edit(before))
     if config.name != partition.name:
         raise ValueError(f"an edit of {partition.name!r} returned partition {config.name!r}")
     errors = validate_config(config)

@@ -25,7 +25,12 @@ from yaml.constructor import ConstructorError
 
 from preemption.config import PartitionConfig
 from preemption.hierarchy import ConfigError, ConfigErrors
-from preemption.yunikorn import SettingsLookup, dump_scheduler_config, load_scheduler_config
+from preemption.yunikorn import (
+    SettingsLookup,
+    dump_scheduler_config,
+    load_scheduler_config,
+    yunikorn_min_version,
+)
 from scheduler_admin import limits
 
 #: Longest integer accepted in YAML: Python's own limit for converting text to int.
@@ -169,9 +174,24 @@ def parse_queues_yaml(
 
 
 def render_queues_yaml(configs: list[PartitionConfig]) -> str:
-    return yaml.safe_dump(
+    """The ``queues.yaml`` text of ``configs``. When it needs a recent YuniKorn
+    (``yunikorn_min_version``), a leading comment says which and why; YuniKorn ignores it, and
+    the text is the same on every export of the same config."""
+    text = yaml.safe_dump(
         dump_scheduler_config(configs),
         sort_keys=False,
         default_flow_style=False,
         allow_unicode=True,
     )
+    version, reasons = yunikorn_min_version(configs)
+    if version is None:
+        return text
+    lines = [f"# Needs YuniKorn {version} or later:", *(f"#   {reason}" for reason in reasons)]
+    return "\n".join(lines) + "\n" + text
+
+
+def error_lines(source: str, errors: list[ConfigError]) -> list[str]:
+    """One line per error as an admin reads it: the file, then where in it, then what is wrong
+    (``queues.yaml: root.batch: resources.max.memory: ...``). An error about the file as a
+    whole (size, encoding, YAML syntax with its line and column) already names it."""
+    return [str(error) if error.location == source else f"{source}: {error}" for error in errors]

@@ -336,7 +336,7 @@ def yaml_cases(ctx: Context) -> list[Case]:
          YAML_HEAD + "".join(
              f"{'  ' * (6 + 2 * i)}queues:\n{'  ' * (7 + 2 * i)}- name: {'q' * 60}{i:02d}\n"
              for i in range(18)
-         ), "queues"),
+         ), ": path"),
     ]  # fmt: skip
     out = [
         Case(f"PUT yaml: {label}", "PUT", url, body, content_type="application/yaml",

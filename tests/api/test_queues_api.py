@@ -72,7 +72,11 @@ def test_queue_list_has_effective_values_usage_and_versions(busy, viewer):
     nightly = rows["root.batch.nightly"]
     assert nightly["usage"] == {"memory": "400Gi", "vcore": "40"}
     assert nightly["max"] == {"memory": "512Gi", "vcore": "200"}
-    assert nightly["effective"]["quota_preemption_delay"] == {"seconds": 60, "source": "root.batch"}
+    assert nightly["effective"]["quota_preemption_delay"] == {
+        "seconds": 60,
+        "duration": "60s",  # as written on root.batch, with its unit
+        "source": "root.batch",
+    }
     assert rows["root.prod"]["effective"]["preemption_policy"] == {
         "value": "fence",
         "source": "root.prod",
@@ -203,7 +207,8 @@ def test_config_validate_reports_every_error_without_saving(demo_partition, view
     assert len(body["errors"]) == 2
     clean = viewer.get(f"{API}/config").json()
     ok = viewer.post(f"{API}/config/validate", clean, format="json")
-    assert ok.json() == {"valid": True, "changes": []}
+    assert ok.json()["valid"] is True and ok.json()["changes"] == []
+    assert ok.json()["yunikorn_min_version"] == "1.8.0"  # the demo uses quota preemption
 
 
 def test_revisions_list_detail_diff_and_revert(busy, operator, admin):

@@ -18,6 +18,7 @@ from rest_framework import serializers
 from preemption import resources
 from preemption.config import ASK_POLICIES, PartitionConfig, PartitionSettings, QueueConfig
 from preemption.durations import DurationError, format_duration, parse_duration
+from preemption.yunikorn import config_warnings, yunikorn_min_version
 from scheduler_admin import limits
 from scheduler_admin.api.fields import ResourcesField
 from scheduler_admin.queues.models import ConfigRevision, Partition
@@ -213,6 +214,21 @@ class ConfigSerializer(serializers.Serializer):
         required=False,
         help_text=COMMENT_HELP + " Required to save.",
     )
+    yunikorn_min_version = serializers.CharField(
+        read_only=True,
+        allow_null=True,
+        help_text="The oldest YuniKorn release that reads this config's export as this product "
+        "does (e.g. 1.8.0 for quota preemption); null when any release does.",
+    )
+    yunikorn_min_version_reasons = serializers.ListField(
+        child=serializers.CharField(), read_only=True
+    )
+    warnings = serializers.DictField(
+        child=serializers.ListField(child=serializers.CharField()),
+        read_only=True,
+        help_text="Valid settings that YuniKorn reads differently (location -> messages); "
+        "they never block a save.",
+    )
 
     def to_config(self, name: str) -> PartitionConfig:
         data = self.validated_data
@@ -269,6 +285,22 @@ def config_to_json(config: PartitionConfig, version: int) -> dict[str, Any]:
             for queue in config.queues
         ],
         "version": version,
+        **yunikorn_facts(config),
+    }
+
+
+def yunikorn_facts(config: PartitionConfig) -> dict[str, Any]:
+    """What an API client should know before handing this config to YuniKorn: the oldest
+    release that reads it as this product does, and the warnings (valid settings that YuniKorn
+    reads differently; they never block a save), keyed by location like errors."""
+    version, reasons = yunikorn_min_version([config])
+    warnings: dict[str, list[str]] = {}
+    for warning in config_warnings(config):
+        warnings.setdefault(warning.location, []).append(warning.message)
+    return {
+        "yunikorn_min_version": version,
+        "yunikorn_min_version_reasons": reasons,
+        "warnings": warnings,
     }
 
 

@@ -24,8 +24,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from preemption import resources
-from preemption.config import PartitionConfig, QueueConfig, diff_configs
-from preemption.hierarchy import ConfigErrors, Hierarchy, validate_config
+from preemption.config import (
+    PROPERTY_DELAY,
+    PROPERTY_QUOTA_DELAY,
+    PartitionConfig,
+    QueueConfig,
+    diff_configs,
+)
+from preemption.hierarchy import ConfigErrors, Hierarchy, normalized_config, validate_config
+from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin import limits
 from scheduler_admin.api.concurrency import expected_version, with_etag
 from scheduler_admin.api.params import int_param
@@ -58,6 +65,7 @@ from scheduler_admin.queues.api.serializers import (
     RevisionSerializer,
     SimulateSerializer,
     config_to_json,
+    yunikorn_facts,
 )
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.queues.yaml_io import parse_queues_yaml, render_queues_yaml
@@ -168,8 +176,16 @@ def _queue_row(
         "effective": {
             "max": resources.format_resources(hierarchy.effective_max(queue.path)),
             "preemption_policy": {"value": policy.value, "source": policy.source},
-            "quota_preemption_delay": {"seconds": quota_delay.value, "source": quota_delay.source},
-            "preemption_delay": {"seconds": delay.value, "source": delay.source},
+            "quota_preemption_delay": {
+                "seconds": quota_delay.value,
+                "duration": hierarchy.duration_text(quota_delay, PROPERTY_QUOTA_DELAY),
+                "source": quota_delay.source,
+            },
+            "preemption_delay": {
+                "seconds": delay.value,
+                "duration": hierarchy.duration_text(delay, PROPERTY_DELAY),
+                "source": delay.source,
+            },
         },
         "usage": resources.format_resources(usage.get(queue.path, {})),
         "pending": resources.format_resources(pending.get(queue.path, {})),
@@ -318,7 +334,8 @@ def _preview(partition: Partition, config: PartitionConfig) -> Response:
     if errors:
         raise ConfigErrors(errors)
     preview = preview_change(partition, config)
-    return Response({"dry_run": True, "valid": True, **preview.to_json()})
+    facts = yunikorn_facts(normalized_config(config))
+    return Response({"dry_run": True, "valid": True, **preview.to_json(), **facts})
 
 
 class ConfigView(APIView):
@@ -380,10 +397,12 @@ class ConfigYamlView(APIView):
     @extend_schema(responses={(200, "application/yaml"): OpenApiTypes.STR})
     def get(self, request: Request, partition: str) -> HttpResponse:
         obj = _partition(partition)
-        response = HttpResponse(
-            render_queues_yaml([obj.current_config()]), content_type="application/yaml"
-        )
+        config = obj.current_config()
+        response = HttpResponse(render_queues_yaml([config]), content_type="application/yaml")
         response["ETag"] = f'"config-{obj.name}-v{obj.version}"'
+        version, _ = yunikorn_min_version([config])
+        if version is not None:
+            response["X-YuniKorn-Min-Version"] = version
         return response
 
     @extend_schema(
@@ -457,7 +476,13 @@ class ConfigValidateView(APIView):
         if errors:
             raise ConfigErrors(errors)
         changes = diff_configs(obj.current_config(), config)
-        return Response({"valid": True, "changes": [c.to_json() for c in changes]})
+        return Response(
+            {
+                "valid": True,
+                "changes": [c.to_json() for c in changes],
+                **yunikorn_facts(normalized_config(config)),
+            }
+        )
 
 
 class RevisionList(ListAPIView):

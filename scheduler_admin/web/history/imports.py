@@ -22,11 +22,12 @@ from django.views.decorators.http import require_http_methods
 
 from preemption.config import PartitionConfig
 from preemption.hierarchy import ConfigErrors
+from preemption.yunikorn import config_warnings, yunikorn_min_version
 from scheduler_admin import limits
 from scheduler_admin.accounts.roles import ADMIN
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from scheduler_admin.queues.yaml_io import error_lines, parse_queues_yaml
 from scheduler_admin.web.common import require_role
 from scheduler_admin.web.history.changes import Changes, compare
 
@@ -89,6 +90,11 @@ class PartitionPreview:
     queue_count: int
     changes: Changes
     version: int | None
+    #: Valid settings YuniKorn reads differently ("location: message"); they do not block Save.
+    warnings: tuple[str, ...] = ()
+    #: The oldest YuniKorn release that reads the export as this product does, and why.
+    yunikorn_min_version: str | None = None
+    yunikorn_min_version_reasons: tuple[str, ...] = ()
 
 
 def preview(configs: list[PartitionConfig]) -> list[PartitionPreview]:
@@ -99,6 +105,7 @@ def preview(configs: list[PartitionConfig]) -> list[PartitionPreview]:
     for config in configs:
         partition = current.get(config.name)
         before = partition.current_config() if partition else replace(config, queues=())
+        version, reasons = yunikorn_min_version([config])
         items.append(
             PartitionPreview(
                 config.name,
@@ -106,6 +113,9 @@ def preview(configs: list[PartitionConfig]) -> list[PartitionPreview]:
                 len(config.queues),
                 compare(before, config),
                 partition.version if partition else None,
+                tuple(str(warning) for warning in config_warnings(config)),
+                version,
+                tuple(reasons),
             )
         )
     return items
@@ -142,7 +152,7 @@ def history_import(request: HttpRequest) -> HttpResponse:
             expected_revisions=form.cleaned_data["previewed"],
         )
     except ConfigErrors as exc:
-        return _render(request, kept, [str(error) for error in exc.errors], None, status=400)
+        return _render(request, kept, error_lines(source, exc.errors), None, status=400)
     except services.StaleVersion as exc:
         message = (
             f"Nothing was saved: {exc}, since your preview (another change was saved "

@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
 from preemption.hierarchy import ConfigErrors
+from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin.accounts.roles import ADMIN
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition
@@ -35,8 +36,11 @@ def history(request: HttpRequest) -> HttpResponse:
         revisions = partition.revisions.order_by("-number")
         page = Paginator(revisions, PAGE_SIZE).get_page(request.GET.get("page"))
         numbers = [revision.number for revision in page]
+        version, reasons = yunikorn_min_version([partition.current_config()])
         context.update(
             {
+                "yunikorn_min_version": version,
+                "yunikorn_min_version_reasons": reasons,
                 "page": page,
                 # Preselect the newest change on the page against the revision before it.
                 "default_to": numbers[0] if numbers else None,

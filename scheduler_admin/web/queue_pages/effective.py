@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from preemption import resources
 from preemption.config import PROPERTY_DELAY, PROPERTY_POLICY, PROPERTY_QUOTA_DELAY
-from preemption.durations import format_duration
-from preemption.hierarchy import Effective, Hierarchy, config_notices
+from preemption.hierarchy import PARENT_DELAY_WARNING, Effective, Hierarchy, config_notices
 from scheduler_admin.web.common import human_quantity
 
 
@@ -70,9 +69,11 @@ def setting_rows(hierarchy: Hierarchy, path: str, quota_enabled: bool) -> list[S
     words, link = source_words(delay, path, default="partition default")
     note = ""
     if any(n.queue == path for n in config_notices(hierarchy.config)):
-        note = "Set on this parent queue but read on leaf queues only: it has no effect here."
+        note = PARENT_DELAY_WARNING[0].upper() + PARENT_DELAY_WARNING[1:] + "."
     rows.append(
-        SettingRow(PROPERTY_DELAY, format_duration(int(delay.value or 0)), words, link, note)
+        SettingRow(
+            PROPERTY_DELAY, hierarchy.duration_text(delay, PROPERTY_DELAY), words, link, note
+        )
     )
 
     quota = hierarchy.effective_quota_delay(path)
@@ -81,7 +82,11 @@ def setting_rows(hierarchy: Hierarchy, path: str, quota_enabled: bool) -> list[S
     note = ""
     if seconds and not quota_enabled:
         note = "Quota preemption is switched off for the partition, so no timer starts."
-    value = format_duration(seconds) if seconds else "0 (quota preemption off for this queue)"
+    value = (
+        hierarchy.duration_text(quota, PROPERTY_QUOTA_DELAY)
+        if seconds
+        else "0 (quota preemption off for this queue)"
+    )
     rows.append(SettingRow(PROPERTY_QUOTA_DELAY, value, words, link, note))
 
     for name, (limit, step) in effective_max_sources(hierarchy, path).items():

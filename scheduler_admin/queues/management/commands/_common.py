@@ -7,6 +7,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import CommandError
 
 from preemption.hierarchy import ConfigErrors
+from scheduler_admin.queues.yaml_io import error_lines
 
 
 def resolve_user(username: str | None) -> AbstractBaseUser | None:
@@ -21,5 +22,5 @@ def resolve_user(username: str | None) -> AbstractBaseUser | None:
 
 def errors_to_command_error(source: str, exc: ConfigErrors) -> CommandError:
     """One line per problem, each naming the file and the field, for a non-zero exit."""
-    lines = [f"{source}: {error.location}: {error.message}" for error in exc.errors]
+    lines = error_lines(source, exc.errors)
     return CommandError(f"{len(lines)} problem(s), nothing was changed:\n" + "\n".join(lines))
