@@ -297,14 +297,17 @@ class _Checker:
         """A Go ``string`` (absent or null is "").
 
         go-yaml turns any scalar into text, but the text it gets is the one in the file, and the
-        product only has what PyYAML made of it: ``yes`` became True and ``010`` became 8. An
-        export would write ``true`` and ``8``, which YuniKorn reads differently, so a number or a
-        boolean where text belongs is refused with a hint to quote it.
+        product only has what PyYAML made of it: ``yes`` became True and ``1.50`` became 1.5. An
+        export would write ``true`` and ``1.5``, which YuniKorn reads differently, so a boolean
+        or a float where text belongs is refused with a hint to quote it. A whole number is
+        accepted as its digits (``name: 2024`` is common and reads the same to both).
         """
         if value is None:
             return ""
         if isinstance(value, str):
             return value
+        if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() <= 64:
+            return str(value)
         if isinstance(value, bool | int | float):
             self.error(owner, at, f"must be text, not {_shown(value)}: put it in quotes")
         else:

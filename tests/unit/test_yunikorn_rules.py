@@ -299,11 +299,16 @@ def test_scalar_where_a_mapping_belongs_refused__strict_decoder() -> None:
     ]
 
 
-def test_number_where_text_belongs_refused_with_a_hint_to_quote__product() -> None:
-    # go-yaml would read the text of the file, but PyYAML already turned `010` into 8.
-    error = refused(placement_tree({"name": "fixed", "value": 8}))
+def test_bool_or_float_where_text_belongs_refused_with_a_hint_to_quote__product() -> None:
+    # go-yaml would read the text of the file, but PyYAML already turned `yes` into True.
+    error = refused(placement_tree({"name": "tag", "value": True}))
     assert error.field == "extra.placementrules[0].value"
     assert "put it in quotes" in error.message
+
+
+def test_a_whole_number_where_text_belongs_reads_as_its_digits__strict_decoder() -> None:
+    # go-yaml decodes any scalar into a string field; a whole number means the same to both.
+    accepted(placement_tree({"name": "tag", "value": 2024, "create": True}))
 
 
 def test_null_values_are_the_zero_value__strict_decoder() -> None:
