@@ -40,6 +40,7 @@ from preemption.durations import (
     parse_duration,
     parse_go_duration,
 )
+from preemption.yunikorn_rules import yunikorn_rule_errors
 
 #: YuniKorn's rule for queue names (and ours for partition names).
 NAME_PATTERN = re.compile(r"[a-zA-Z0-9_:#/@-]{1,64}")  # always used with fullmatch
@@ -291,6 +292,9 @@ def validate_config(config: PartitionConfig) -> list[ConfigError]:
     if structure:
         return errors + structure
     hierarchy = Hierarchy(config)
+    storable = not _extra_errors(None, config.settings.extra) and not any(
+        _extra_errors(queue.path, queue.extra) for queue in config.queues
+    )
     resource_errors = [_resource_value_errors(queue) for queue in config.queues]
     passed_up = (
         None if any(resource_errors) else guarantees_passed_up(hierarchy)
@@ -302,6 +306,8 @@ def validate_config(config: PartitionConfig) -> list[ConfigError]:
             errors.extend(value_errors)
         else:
             errors.extend(_queue_resource_errors(hierarchy, queue, passed_up))
+    if storable:  # YuniKorn's rules read the kept keys; unstorable ones are reported above
+        errors.extend(yunikorn_rule_errors(config))
     return errors
 
 

@@ -45,6 +45,7 @@ from preemption.hierarchy import (
     normalized_config,
     validate_config,
 )
+from preemption.yunikorn_rules import yunikorn_rule_warnings
 
 TOP_KEYS = frozenset({"partitions", "checksum"})
 PARTITION_KEYS = frozenset(
@@ -232,7 +233,7 @@ def _yaml_location(error: ConfigError, locations: dict[str, str], partition: str
     if error.queue is None:
         return _at(f"partition {partition}", yaml_field)
     base = locations.get(error.queue, error.queue)
-    if yaml_field.startswith(("guaranteed", "max")):
+    if yaml_field in ("guaranteed", "max") or yaml_field.startswith(("guaranteed.", "max.")):
         yaml_field = f"resources.{yaml_field}"
     return _at(base, yaml_field)
 
@@ -271,7 +272,7 @@ def _parse_partition(
                 where,
                 "preemption.quotapreemptionenabled",
             )
-    extra = {key: _verbatim(parser, raw[key], _at(where, key)) for key in KEPT_PARTITION_KEYS
+    extra = {key: raw[key] for key in KEPT_PARTITION_KEYS
              if key in raw}  # fmt: skip
 
     locations[""] = where
@@ -378,7 +379,7 @@ def _parse_queue(
     properties = _parse_properties(parser, raw.get("properties"), path)
     if seed_delay is not None:
         _merge_seed_delay(parser, properties, seed_delay, path)
-    extra = {key: _verbatim(parser, raw[key], _at(path, key)) for key in KEPT_QUEUE_KEYS
+    extra = {key: raw[key] for key in KEPT_QUEUE_KEYS
              if key in raw}  # fmt: skip
 
     queue = QueueConfig.child_of(
@@ -473,24 +474,6 @@ def _bool(parser: _Parser, value: object, where: str, name: str) -> bool:
     return False
 
 
-def _verbatim(parser: _Parser, value: object, where: str) -> Any:
-    """A value kept as it is: it must be plain JSON data so a snapshot can store it."""
-    if value is None or isinstance(value, str | bool | int | float):
-        return value
-    if isinstance(value, list):
-        return [_verbatim(parser, item, f"{where}[{index}]") for index, item in enumerate(value)]
-    if isinstance(value, Mapping):
-        result = {}
-        for key, item in value.items():
-            if not isinstance(key, str):
-                parser.error(f"{where}.{key}", "keys must be strings")
-                continue
-            result[key] = _verbatim(parser, item, f"{where}.{key}")
-        return result
-    parser.error(where, f"unsupported value of type {type(value).__name__}")
-    return None
-
-
 def dump_scheduler_config(configs: list[PartitionConfig]) -> dict[str, Any]:
     """The ``queues.yaml`` document for ``configs`` (valid YuniKorn: our own settings such as
     ``miss_percent`` stay out of it)."""
@@ -581,4 +564,4 @@ def config_warnings(config: PartitionConfig) -> list[ConfigError]:
     """Valid settings that YuniKorn reads differently from this product (or that it is about to
     stop reading): shown on import, in validate responses and on the queue page, never
     blocking a save."""
-    return config_notices(config)
+    return config_notices(config) + yunikorn_rule_warnings(config)

@@ -56,22 +56,26 @@ partitions:
               quota.preemption.delay: 1h
             queues:
               - name: web
+                maxapplications: 100
                 resources:
                   guaranteed: {memory: 64Gi, vcore: 16}
                   max: {memory: 128Gi, vcore: 32, pods: 500}
                 properties:
                   preemption.delay: 45s
               - name: ml
+                maxapplications: 100
                 resources:
                   guaranteed: {memory: 128Gi, vcore: "32500m", nvidia.com/gpu: 8}
                   max: {memory: 256Gi, vcore: 64, nvidia.com/gpu: 12}
                 queues:
                   - name: training
+                    maxapplications: 50
                     resources:
                       guaranteed: {nvidia.com/gpu: 6}
                       max: {nvidia.com/gpu: 10, memory: 200G}
                       quota.preemption.delay: 7200
                   - name: inference
+                    maxapplications: 50
                     resources:
                       guaranteed: {nvidia.com/gpu: 2}
                     properties:
