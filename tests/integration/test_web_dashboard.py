@@ -356,7 +356,11 @@ def test_a_parent_with_more_children_than_drawn_ends_with_a_row_to_search_the_re
     from scheduler_admin.web.dashboard.tree import CHILDREN_LIMIT
 
     config = demo.current_config()
-    wide = [QueueConfig.child_of("root.batch.adhoc", f"q{i:03}") for i in range(CHILDREN_LIMIT + 7)]
+    # root.batch.adhoc sets maxapplications 50, so YuniKorn requires one on each child too.
+    wide = [
+        QueueConfig.child_of("root.batch.adhoc", f"q{i:03}", extra={"maxapplications": 5})
+        for i in range(CHILDREN_LIMIT + 7)
+    ]
     flat = [QueueConfig.child_of("root", f"team{i:03}") for i in range(CHILDREN_LIMIT + 3)]
     services.save_partition_config(
         replace(config, queues=(*config.queues, *wide, *flat)), actor=None, comment="grow"
