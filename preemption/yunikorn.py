@@ -80,11 +80,13 @@ _KEY_HINTS = {
     "quotaPreemptionEnabled": "quotapreemptionenabled",
     "maxResources": "maxresources",
 }
-#: Keys of YuniKorn's REST dumps (``GET /ws/v1/config`` and the queue/partition endpoints),
-#: which are not a ``queues.yaml``.
+#: Keys of YuniKorn's REST dump (``GET /ws/v1/config``: ``dao.ConfigDAOInfo``, the scheduler
+#: config plus ``extra`` and the deadlock settings, YAML or JSON with Go's capitalised names),
+#: which is not a ``queues.yaml`` (YuniKorn's strict parser refuses the extra keys).
 _DUMP_KEYS = frozenset(
-    {"extraConfig", "Partitions", "queuename", "queueName", "partitionName", "clusterId",
-     "deployConfig"}
+    {"extra", "deadlockdetectionenabled", "deadlocktimeoutseconds", "Extra",
+     "DeadlockDetectionEnabled", "DeadlockTimeoutSeconds", "Partitions", "Checksum", "Name",
+     "Queues", "PlacementRules", "extraConfig"}
 )  # fmt: skip
 
 SettingsLookup = Callable[[str], PartitionSettings]

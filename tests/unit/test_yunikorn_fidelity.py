@@ -233,16 +233,21 @@ def test_quantities_follow_yunikorns_grammar__ParseQuantity() -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def test_a_yunikorn_rest_dump_is_recognised() -> None:
-    errors = errors_of(
-        """
-partitions:
-  - name: default
-    queues: [{name: root}]
-extraConfig: {log.level: info}
-"""
-    )
+@pytest.mark.parametrize(
+    "dump",
+    [
+        # GET /ws/v1/config as YAML: the config inlined beside extra and the deadlock settings.
+        "partitions: [{name: default, queues: [{name: root}]}]\nchecksum: ABC\n"
+        "extra: {log.level: info}\ndeadlockdetectionenabled: false\ndeadlocktimeoutseconds: 60\n",
+        # The same as JSON, with Go's field names.
+        '{"Partitions": [{"Name": "default", "Queues": [{"Name": "root"}]}], "Checksum": "ABC",'
+        ' "DeadlockDetectionEnabled": false, "DeadlockTimeoutSeconds": 60}',
+    ],
+)
+def test_a_yunikorn_rest_dump_is_recognised__ConfigDAOInfo(dump: str) -> None:
+    errors = errors_of(dump)
     assert "YuniKorn REST response" in errors["document"]
+    assert "yunikorn-configs ConfigMap" in errors["document"]
 
 
 def test_camel_case_keys_get_a_hint() -> None:
