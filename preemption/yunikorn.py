@@ -99,6 +99,9 @@ class _Parser:
 
     errors: list[ConfigError] = field(default_factory=list)
     prefix: str = ""
+    #: Read quantities with YuniKorn's own grammar (a ``queues.yaml``); scenario files use the
+    #: Kubernetes grammar of the rest of the product (``1.5Gi`` allowed).
+    yunikorn_quantities: bool = True
 
     def error(self, where: str, message: str) -> None:
         # A queue path needs its partition named; a partition-level place already names it.
@@ -300,7 +303,7 @@ def parse_queue_tree(raw: object, *, at: str) -> tuple[tuple[QueueConfig, ...], 
     """A YuniKorn ``queues:`` list on its own (the scenario files use it): the queues, parents
     first, and every parse error with its location. Only parsing: the SPEC 3.2 rules between
     queues are ``validate_config``'s job."""
-    parser = _Parser(prefix=f"{at}: " if at else "")
+    parser = _Parser(prefix=f"{at}: " if at else "", yunikorn_quantities=False)
     queues = _parse_queue_list(parser, raw, "", {})
     return tuple(queues), parser.errors
 
@@ -414,7 +417,9 @@ def _parse_resources_block(
     for kind in ("guaranteed", "max"):
         try:
             parsed.append(
-                resources.parse_resources(raw.get(kind), field=f"resources.{kind}", yunikorn=True)
+                resources.parse_resources(
+                    raw.get(kind), field=f"resources.{kind}", yunikorn=parser.yunikorn_quantities
+                )
             )
         except resources.ResourceErrors as exc:
             for error in exc.errors:

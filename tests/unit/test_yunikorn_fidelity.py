@@ -20,6 +20,7 @@ from preemption.yunikorn import (
     config_warnings,
     dump_scheduler_config,
     load_scheduler_config,
+    parse_queue_tree,
     yunikorn_min_version,
 )
 
@@ -294,3 +295,13 @@ partitions:
     warnings = config_warnings(config)
     assert [(w.queue, w.field) for w in warnings] == [("root.org", "properties.preemption.delay")]
     assert "YuniKorn passes this value to the leaves below" in warnings[0].message
+
+
+def test_scenario_queue_trees_keep_the_kubernetes_quantity_grammar() -> None:
+    # Scenario files are the product's own format: 1.5Gi means what it means in cluster state.
+    queues, errors = parse_queue_tree(
+        [{"name": "root", "queues": [{"name": "a", "resources": {"max": {"memory": "1.5Gi"}}}]}],
+        at="queues",
+    )
+    assert errors == []
+    assert queues[1].max == {"memory": 1536 * 2**20}
