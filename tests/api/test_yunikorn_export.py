@@ -89,3 +89,13 @@ def test_a_yaml_import_with_case_clashing_siblings_is_refused_naming_both(demo_p
     body = assert_error(response, 400)
     message = body["errors"]["root: queues[1].name"][0]
     assert "'test' and 'Test'" in message
+
+
+@pytest.mark.parametrize("value", ["1500ms", "1.5m", "30m1h"])
+def test_the_products_own_delay_settings_stay_whole_seconds(demo_partition, admin, value):
+    # Partition defaults are the product's settings (integer columns), not YuniKorn properties.
+    body = admin.get(f"{API}/config").json()
+    body["partition"]["default_preemption_delay"] = value
+    response = admin.put(f"{API}/config?dry_run=true", body, format="json")
+    errors = assert_error(response, 400, "partition.default_preemption_delay")["errors"]
+    assert "whole seconds" in errors["partition.default_preemption_delay"][0]

@@ -10,6 +10,7 @@ Every text field is as long as its column at most and every integer within its c
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -60,14 +61,15 @@ class PropertiesField(serializers.DictField):
         return value
 
 
+#: The product's own delay settings (partition defaults) are whole seconds, written as seconds
+#: or as whole h, m and s in that order; queue properties take Go's full duration syntax.
+WHOLE_SECONDS_PATTERN = r"^\s*[0-9]+(h|m|s|h[0-9]+m|h[0-9]+s|m[0-9]+s|h[0-9]+m[0-9]+s)?\s*$"
+
+
 @extend_schema_field(
     {
         "oneOf": [
-            {
-                "type": "string",
-                "pattern": r"^\s*[0-9]+(h|m|s|h[0-9]+m|h[0-9]+s|m[0-9]+s|"
-                r"h[0-9]+m[0-9]+s)?\s*$",
-            },
+            {"type": "string", "pattern": WHOLE_SECONDS_PATTERN},
             {"type": "integer", "minimum": 0, "maximum": limits.DURATION_MAX_SECONDS},
         ],
         "description": "Seconds, or a duration such as 30s, 5m or 1h30m; at most "
@@ -79,9 +81,15 @@ class DurationField(serializers.Field):
 
     def to_internal_value(self, data: object) -> int:
         try:
-            return parse_duration(data, field=self.field_name or "duration")
+            seconds = parse_duration(data, field=self.field_name or "duration")
         except DurationError as exc:
             raise serializers.ValidationError(exc.message) from None
+        if isinstance(data, str) and not re.fullmatch(WHOLE_SECONDS_PATTERN, data):
+            raise serializers.ValidationError(
+                f"{data!r}: this setting is whole seconds: write e.g. 90, '90s' or '1h30m' "
+                "(units h, m, s in that order)"
+            )
+        return seconds
 
     def to_representation(self, value: int) -> str:
         return format_duration(value)
