@@ -208,7 +208,7 @@ class Hierarchy:
         """``quota.preemption.delay`` in seconds from the queue or its nearest ancestor that sets
         it; 0 (quota preemption off for the queue) when none does."""
         for step in [path, *self.ancestors(path)]:
-            seconds = _duration_property(self.queues[step], PROPERTY_QUOTA_DELAY)
+            seconds = duration_property(self.queues[step], PROPERTY_QUOTA_DELAY)
             if seconds is not None:
                 return Effective(seconds, step)
         return Effective(0, None)
@@ -224,7 +224,7 @@ class Hierarchy:
 
     def preemption_delay(self, path: str) -> Effective:
         """A leaf's own ``preemption.delay`` (never inherited), else the partition default."""
-        seconds = _duration_property(self.queues[path], PROPERTY_DELAY)
+        seconds = duration_property(self.queues[path], PROPERTY_DELAY)
         if seconds is not None and self.is_leaf(path):
             return Effective(seconds, path)
         return Effective(self.settings.default_preemption_delay, "partition")
@@ -238,7 +238,7 @@ def _policy_of(queue: QueueConfig) -> str | None:
     return lowered if lowered in PREEMPTION_POLICIES else None
 
 
-def _duration_property(queue: QueueConfig, key: str) -> int | None:
+def duration_property(queue: QueueConfig, key: str) -> int | None:
     """A duration property in whole seconds (a sub-second remainder rounds up); None when the
     queue does not set it or sets something that is not a non-negative duration."""
     value = queue.properties.get(key)
@@ -292,20 +292,21 @@ def validate_config(config: PartitionConfig) -> list[ConfigError]:
     if structure:
         return errors + structure
     hierarchy = Hierarchy(config)
-    storable = not _extra_errors(None, config.settings.extra) and not any(
-        _extra_errors(queue.path, queue.extra) for queue in config.queues
-    )
+    extra_errors: list[ConfigError] = []  # the partition's are among the settings errors
+    for queue in config.queues:
+        extra_errors.extend(_extra_errors(queue.path, queue.extra))
+    storable = not extra_errors and not _extra_errors(None, config.settings.extra)
     resource_errors = [_resource_value_errors(queue) for queue in config.queues]
     passed_up = (
         None if any(resource_errors) else guarantees_passed_up(hierarchy)
     )  # the sums need valid numbers
     for queue, value_errors in zip(config.queues, resource_errors, strict=True):
         errors.extend(property_errors(queue))
-        errors.extend(_extra_errors(queue.path, queue.extra))
         if value_errors or passed_up is None:
             errors.extend(value_errors)
         else:
             errors.extend(_queue_resource_errors(hierarchy, queue, passed_up))
+    errors.extend(extra_errors)
     if storable:  # YuniKorn's rules read the kept keys; unstorable ones are reported above
         errors.extend(yunikorn_rule_errors(config))
     return errors

@@ -42,6 +42,7 @@ from preemption.hierarchy import (
     ConfigError,
     ConfigErrors,
     config_notices,
+    duration_property,
     normalized_config,
     validate_config,
 )
@@ -549,22 +550,13 @@ def yunikorn_min_version(configs: list[PartitionConfig]) -> tuple[str | None, li
         delayed = [
             queue.path
             for queue in config.queues
-            if _sets_quota_delay(queue.properties.get(PROPERTY_QUOTA_DELAY))
+            if (duration_property(queue, PROPERTY_QUOTA_DELAY) or 0) > 0
         ]
         if delayed:
             shown = ", ".join(delayed[:3]) + (f" and {len(delayed) - 3} more" if len(delayed) > 3
                                               else "")  # fmt: skip
             reasons.append(f"partition {config.name}: {PROPERTY_QUOTA_DELAY} is set on {shown}")
     return (QUOTA_PREEMPTION_MIN_VERSION, reasons) if reasons else (None, [])
-
-
-def _sets_quota_delay(value: str | None) -> bool:
-    if value is None:
-        return False
-    try:
-        return parse_go_duration(value, field=PROPERTY_QUOTA_DELAY) > 0
-    except DurationError:
-        return False
 
 
 def config_warnings(config: PartitionConfig) -> list[ConfigError]:
