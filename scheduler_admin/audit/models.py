@@ -36,6 +36,12 @@ class AuditKind(models.TextChoices):
     VICTIM_PREEMPTED = "victim.preempted", "Victim preempted"
     EVICTION_ACKNOWLEDGED = "eviction.acknowledged", "Eviction acknowledged"
     EVICTION_DELIVERY_FAILED = "eviction.delivery_failed", "Eviction webhook failed"
+    USER_CREATED = "user.created", "User created"
+    USER_ROLE_CHANGED = "user.role_changed", "User role changed"
+    USER_DEACTIVATED = "user.deactivated", "User deactivated"
+    USER_REACTIVATED = "user.reactivated", "User reactivated"
+    TOKEN_ISSUED = "token.issued", "API token issued"
+    TOKEN_REVOKED = "token.revoked", "API token revoked"
 
 
 class AuditEvent(models.Model):

@@ -30,8 +30,16 @@ from scheduler_admin.queues.models import Partition
 
 @dataclass(frozen=True)
 class ChangePreview:
+    """``timers``: the timers the change starts or resets (``reset`` names those replacing a
+    pending one), with the plan each would run. ``cancelled``: queues whose pending timer the
+    change ends (a pure increase of the max, quota preemption now off or the delay now 0, the
+    queue removed). ``to_json`` is the API's dry-run body, which lists ``timers`` and ``plans``.
+    """
+
     timers: dict[str, QuotaTimer]
     plans: dict[str, Plan]
+    reset: frozenset[str] = frozenset()
+    cancelled: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,7 +71,8 @@ def plan_json(plan: Plan) -> dict[str, Any]:
 def preview_change(
     partition: Partition, new_config: PartitionConfig, *, now: datetime | None = None
 ) -> ChangePreview:
-    """The timers ``new_config`` would start or reset, and the plan each would run."""
+    """The timers ``new_config`` would start, reset or cancel, and the plan each started one
+    would run (the engine's ``timers_after_save`` decides, exactly as the save will)."""
     now = now or timezone.now()
     current = partition.current_config()
     pending = {
@@ -72,8 +81,10 @@ def preview_change(
     }
     after = timers_after_save(current, new_config, pending, now)
     started = {path: timer for path, timer in after.items() if pending.get(path) != timer}
+    reset = frozenset(path for path in started if path in pending)
+    cancelled = tuple(sorted(path for path in pending if path not in after))
     if not started:
-        return ChangePreview(timers={}, plans={})
+        return ChangePreview(timers={}, plans={}, cancelled=cancelled)
     state = load_cluster_state(
         partition, running_runs=active_run_queues(partition), config=new_config
     )
@@ -81,7 +92,7 @@ def preview_change(
         path: plan_quota_change(state, path, new_config.queues_by_path()[path].max, now)
         for path in started
     }
-    return ChangePreview(timers=started, plans=plans)
+    return ChangePreview(timers=started, plans=plans, reset=reset, cancelled=cancelled)
 
 
 def simulation_options(

@@ -18,7 +18,7 @@ from preemption import timers as engine
 from preemption.config import PartitionConfig
 from preemption.durations import format_duration
 from scheduler_admin.audit.models import AuditKind
-from scheduler_admin.audit.services import record_event
+from scheduler_admin.audit.services import actor_name, record_event
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues.models import Partition
 
@@ -77,12 +77,18 @@ def apply_config_change(
 
 
 def cancel_timer(
-    timer_id: int, *, actor: AbstractBaseUser | None, partition: Partition | None = None
+    timer_id: int,
+    *,
+    actor: AbstractBaseUser | None,
+    partition: Partition | None = None,
+    comment: str = "",
 ) -> QuotaTimer:
-    """An operator stops a pending timer before it falls due (audited). With ``partition``, a
-    timer of another partition counts as unknown: callers that reached it through a partition's
-    URL can never cancel another partition's timer, even if their own lookup were wrong."""
+    """An operator stops a pending timer before it falls due (audited, with their optional
+    ``comment`` saying why). With ``partition``, a timer of another partition counts as
+    unknown: callers that reached it through a partition's URL can never cancel another
+    partition's timer, even if their own lookup were wrong."""
     now = timezone.now()
+    comment = " ".join(comment.split())  # one line in the audit summary and its exports
     with transaction.atomic():
         pending = QuotaTimer.objects.select_for_update().select_related("partition")
         if partition is not None:
@@ -93,7 +99,8 @@ def cancel_timer(
         row.status = TimerStatus.CANCELLED
         row.ended_at = now
         row.save(update_fields=["status", "ended_at"])
-        _record(AuditKind.TIMER_CANCELLED, row, actor, now, "cancelled by an admin")
+        what = f"cancelled by {actor_name(actor)}" + (f": {comment}" if comment else "")
+        _record(AuditKind.TIMER_CANCELLED, row, actor, now, what, comment=comment)
     return row
 
 
@@ -121,7 +128,13 @@ def record_timer_event(
 
 
 def _record(
-    kind: AuditKind, row: QuotaTimer, actor: AbstractBaseUser | None, at: datetime, what: str
+    kind: AuditKind,
+    row: QuotaTimer,
+    actor: AbstractBaseUser | None,
+    at: datetime,
+    what: str,
+    *,
+    comment: str = "",
 ) -> None:
     record_timer_event(
         kind,
@@ -134,5 +147,6 @@ def _record(
             "due_at": row.due_at.isoformat(),
             "delay_seconds": row.delay_seconds,
             "status": row.status,
+            **({"comment": comment} if comment else {}),
         },
     )

@@ -173,6 +173,20 @@ def test_an_operator_cancels_a_pending_timer(timer, operator):
     assert run_due_timers(START + timedelta(seconds=5)) == []  # nothing fires any more
 
 
+def test_a_cancel_may_say_why_and_the_comment_is_in_the_audit_event(timer, operator):
+    too_long = {"comment": "x" * 2001}
+    assert_error(operator.post(f"{API}/timers/{timer.pk}/cancel", too_long, format="json"), 400,
+                 "comment")  # fmt: skip
+    timer.refresh_from_db()
+    assert timer.status == "pending"
+    body = {"comment": "  new nodes\narrive tomorrow "}
+    response = operator.post(f"{API}/timers/{timer.pk}/cancel", body, format="json")
+    assert response.status_code == 200, response.content
+    event = AuditEvent.objects.get(kind=AuditKind.TIMER_CANCELLED)
+    assert event.data["comment"] == "new nodes arrive tomorrow"
+    assert "cancelled by user-operator: new nodes arrive tomorrow" in event.summary
+
+
 def test_cancel_accepts_a_trailing_slash(timer, operator):
     assert operator.post(f"{API}/timers/{timer.pk}/cancel/").status_code == 200
 

@@ -3,10 +3,12 @@ fencing tokens, resumption and evictions. Time is moved with time-machine."""
 
 from __future__ import annotations
 
+import io
 from datetime import timedelta
 
 import pytest
 import time_machine
+from django.core.management import call_command
 
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.models import Allocation, AllocationState
@@ -142,6 +144,17 @@ def test_an_admin_can_cancel_a_pending_timer(partition):
     assert AuditEvent.objects.filter(kind=AuditKind.TIMER_CANCELLED).exists()
     with pytest.raises(TimerNotFound):
         cancel_timer(timer.pk, actor=None)
+
+
+def test_the_cancel_command_records_the_comment_in_the_audit_event(partition):
+    lower_team_max(100)
+    timer = QuotaTimer.objects.get(status=TimerStatus.PENDING)
+    out = io.StringIO()
+    call_command("cancel_timer", str(timer.pk), "--comment", "team moved", stdout=out)
+    assert "cancelled the timer of root.team" in out.getvalue()
+    event = AuditEvent.objects.get(kind=AuditKind.TIMER_CANCELLED)
+    assert event.data["comment"] == "team moved"
+    assert "cancelled by system: team moved" in event.summary
 
 
 def test_cancelling_through_another_partition_finds_no_timer(partition):

@@ -308,7 +308,7 @@ def test_viewer_sees_no_edit_controls_and_may_not_cancel_a_timer(demo, viewer, o
         max={"memory": 200 * GI, "vcore": 100_000},
     )  # fmt: skip
     timer = QuotaTimer.objects.get(queue_path="root.batch.nightly", status=TimerStatus.PENDING)
-    cancel_url = f"/dashboard/timers/{timer.pk}/cancel/"
+    cancel_url = f"/timers/{timer.pk}/cancel/"
 
     as_viewer = viewer.get("/").content.decode()
     assert "Cancel timer" not in as_viewer and cancel_url not in as_viewer
@@ -319,7 +319,10 @@ def test_viewer_sees_no_edit_controls_and_may_not_cancel_a_timer(demo, viewer, o
 
     as_operator = operator.get("/").content.decode()
     assert "Cancel timer" in as_operator and cancel_url in as_operator
-    response = operator.post(cancel_url, follow=True)
+    assert operator.get(cancel_url, {"next": "/?partition=default"}).status_code == 200
+    timer.refresh_from_db()
+    assert timer.status == TimerStatus.PENDING  # the button only asks for confirmation
+    response = operator.post(cancel_url, {"next": "/?partition=default"}, follow=True)
     assert response.redirect_chain[-1][0] == "/?partition=default"
     assert "Cancelled the quota timer of root.batch.nightly." in response.content.decode()
     timer.refresh_from_db()

@@ -9,9 +9,10 @@ from pathlib import Path
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
+from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Queue
-from tests.support.console import DEMO_CONFIG, import_demo, signed_in_client
+from tests.support.console import DEMO_CONFIG, import_demo, nightly_tasks, signed_in_client
 
 pytestmark = pytest.mark.django_db
 
@@ -111,3 +112,68 @@ def test_save_refuses_when_the_partition_changed_since_the_preview():
     assert Queue.objects.get(path="root.batch.nightly").max["memory"] == 512 * 1024**3
     saved = admin.post(URL, {**body, "action": "save"})  # a save without a preview: no check
     assert saved.status_code == 302
+
+
+# ---------------------------------------------------------------------------------------------
+# Quota timers in the preview
+# ---------------------------------------------------------------------------------------------
+
+
+def preview_page(admin, text: str) -> str:
+    response = admin.post(URL, {"text": text, "comment": "c", "action": "preview"})
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def timer_lines(page: str) -> list[str]:
+    """The preview's quota timer lines as text, e.g. "root.x: timer will start, due in 60s"."""
+    found = re.search(r'<ul class="import-timers">(.*?)</ul>', page, re.S)
+    items = re.findall(r"<li>(.*?)</li>", found.group(1)) if found else []
+    return [html.unescape(re.sub(r"<[^>]+>", "", item)) for item in items]
+
+
+def test_the_preview_lists_the_timer_a_lowered_max_over_usage_starts_and_its_plan():
+    """nightly uses 400Gi; the file lowers its max to 300Gi: the inherited 60s quota delay of
+    root.batch starts a timer, and its plan takes t3 (priority 1, newest) first. Saving then
+    starts exactly that timer."""
+    partition = import_demo()
+    nightly_tasks(partition)
+    admin = signed_in_client("admin")
+    page = preview_page(admin, demo_yaml(**SHRUNK))
+    assert timer_lines(page) == ["root.batch.nightly: timer will start, due in 60s"]
+    assert "Quota enforcement on root.batch.nightly" in page
+    assert re.search(r"<th scope=\"row\">t3</th>", page)
+    assert not QuotaTimer.objects.exists()  # a preview starts nothing
+
+    admin.post(URL, {"text": demo_yaml(**SHRUNK), "comment": "c", "action": "save"})
+    timer = QuotaTimer.objects.get(status=TimerStatus.PENDING)
+    assert (timer.queue_path, timer.delay_seconds) == ("root.batch.nightly", 60)
+
+
+def test_the_preview_lists_timers_it_would_reset_and_cancel():
+    partition = import_demo()
+    nightly_tasks(partition)
+    services.update_queue(
+        "default", "root.batch.nightly", actor=None, comment="lower",
+        version=Queue.objects.get(path="root.batch.nightly").version,
+        max={"memory": 350 * 1024**3, "vcore": 200_000},
+    )  # fmt: skip
+    assert QuotaTimer.objects.filter(status=TimerStatus.PENDING).count() == 1
+    admin = signed_in_client("admin")
+    # Another lower max resets the pending timer ...
+    lowered = preview_page(admin, demo_yaml(**SHRUNK))
+    assert timer_lines(lowered) == ["root.batch.nightly: timer will be reset, due in 60s"]
+    # ... and the demo file (512Gi again: a pure increase over 350Gi) cancels it.
+    raised = preview_page(admin, demo_yaml())
+    assert timer_lines(raised) == ["root.batch.nightly: its pending timer will be cancelled"]
+    assert "Quota enforcement on" not in raised
+
+
+def test_the_preview_says_when_no_timer_changes_and_a_new_partition_starts_none():
+    import_demo()
+    admin = signed_in_client("admin")
+    page = preview_page(admin, demo_yaml())
+    assert "No quota timer would start, reset or be cancelled." in page
+    other = demo_yaml(**{"  - name: default": "  - name: other"})
+    new = preview_page(admin, other)
+    assert "A new partition starts no quota timer." in new and timer_lines(new) == []

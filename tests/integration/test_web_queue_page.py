@@ -10,6 +10,7 @@ from django.test import Client
 
 from preemption.config import QueueConfig
 from preemption.resources import format_quantity
+from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues import services
@@ -201,17 +202,44 @@ def start_nightly_timer(partition: Partition) -> QuotaTimer:
     return QuotaTimer.objects.get(queue_path=NIGHTLY, status=TimerStatus.PENDING)
 
 
-def test_operator_cancels_the_pending_timer(partition, operator):
+def test_operator_cancels_the_pending_timer_after_confirming_with_a_comment(partition, operator):
     timer = start_nightly_timer(partition)
     url = queue_url("default", NIGHTLY)
     page = operator.get(url).content.decode()
     assert "Cancel the timer" in page and "due at" in page
+    # The button only opens the confirmation page (a GET): nothing is cancelled by it.
+    confirm_url = f"/timers/{timer.pk}/cancel/"
+    assert f'action="{confirm_url}"' in page and 'method="get"' in page
+    confirm = operator.get(confirm_url, {"next": url})
+    assert confirm.status_code == 200 and "Keep the timer" in confirm.content.decode()
+    timer.refresh_from_db()
+    assert timer.status == TimerStatus.PENDING
 
-    response = operator.post(url, {"action": "cancel_timer", "timer": timer.pk}, follow=True)
+    body = {"comment": "capacity arrives tomorrow", "next": url}
+    response = operator.post(confirm_url, body, follow=True)
     timer.refresh_from_db()
     assert timer.status == TimerStatus.CANCELLED
     assert response.redirect_chain[-1][0] == url
     assert "Cancelled the quota timer of root.batch.nightly" in response.content.decode()
+    event = AuditEvent.objects.get(kind=AuditKind.TIMER_CANCELLED)
+    assert event.actor_name == "user-operator" and event.queue_path == NIGHTLY
+    assert event.data["comment"] == "capacity arrives tomorrow"
+    assert "cancelled by user-operator: capacity arrives tomorrow" in event.summary
+
+
+def test_the_confirmation_goes_back_only_within_the_site_and_an_ended_timer_is_a_message(
+    partition, operator
+):
+    timer = start_nightly_timer(partition)
+    confirm_url = f"/timers/{timer.pk}/cancel/"
+    outside = "https://evil.example/"
+    page = operator.get(confirm_url, {"next": outside}).content.decode()
+    assert outside not in page and queue_url("default", NIGHTLY) in page
+    response = operator.post(confirm_url, {"next": outside})
+    assert response.status_code == 302 and response["Location"] == queue_url("default", NIGHTLY)
+    again = operator.get(confirm_url, follow=True)
+    assert "no longer pending" in again.content.decode()
+    assert AuditEvent.objects.filter(kind=AuditKind.TIMER_CANCELLED).count() == 1
 
 
 def test_viewer_sees_no_cancel_button_and_cannot_cancel(partition, viewer):
@@ -219,7 +247,8 @@ def test_viewer_sees_no_cancel_button_and_cannot_cancel(partition, viewer):
     url = queue_url("default", NIGHTLY)
     page = viewer.get(url).content.decode()
     assert "due at" in page and "Cancel the timer" not in page
-    assert viewer.post(url, {"action": "cancel_timer", "timer": timer.pk}).status_code == 403
+    assert viewer.get(f"/timers/{timer.pk}/cancel/").status_code == 403
+    assert viewer.post(f"/timers/{timer.pk}/cancel/", {"comment": "x"}).status_code == 403
     timer.refresh_from_db()
     assert timer.status == TimerStatus.PENDING
 

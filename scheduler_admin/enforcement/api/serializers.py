@@ -107,6 +107,10 @@ class AbortSerializer(serializers.Serializer):
     comment = serializers.CharField(max_length=COMMENT_MAX_LENGTH, required=False, allow_blank=True)
 
 
+class CancelTimerSerializer(AbortSerializer):
+    """Why an operator cancels a quota timer (kept in the ``timer.cancelled`` audit event)."""
+
+
 class EvictionSerializer(serializers.ModelSerializer):
     """An order to the cluster to evict one allocation; the cluster acknowledges it by id."""
 

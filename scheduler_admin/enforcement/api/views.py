@@ -72,16 +72,24 @@ class TimerViewSet(PartitionScoped, mixins.ListModelMixin, viewsets.GenericViewS
 
     @extend_schema(
         summary="Cancel a pending quota timer",
+        description="The optional `comment` says why; it is kept in the audit event.",
         parameters=[ID],
-        request=NO_BODY,
+        request=serializers.CancelTimerSerializer,
         responses={200: serializers.TimerSerializer, **WRITE_ERRORS},
     )
     @action(detail=True, methods=["post"])
     def cancel(self, request: Request, partition: str, pk: str) -> Response:
         """404 for a timer of another partition, an unknown one, or one that already ended."""
+        body = serializers.CancelTimerSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
         timer = get_object_or_404(self.get_queryset(), pk=pk)
         try:
-            timer = cancel_timer(timer.pk, actor=request.user, partition=timer.partition)
+            timer = cancel_timer(
+                timer.pk,
+                actor=request.user,
+                partition=timer.partition,
+                comment=body.validated_data.get("comment", ""),
+            )
         except TimerNotFound as exc:
             raise NotFound(str(exc)) from exc
         return Response(self.get_serializer(timer).data)

@@ -1,4 +1,5 @@
-"""Dashboard routes: the page, the children fragment of the lazy tree, cancelling a timer."""
+"""Dashboard routes: the page and the children fragment of the lazy tree. Its cancel buttons
+open the timer confirmation page (``web.timers``)."""
 
 from django.urls import path
 
@@ -7,5 +8,4 @@ from scheduler_admin.web.dashboard import views
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("dashboard/children/", views.children, name="dashboard-children"),
-    path("dashboard/timers/<int:pk>/cancel/", views.cancel, name="dashboard-cancel-timer"),
 ]

@@ -1,30 +1,24 @@
 """The dashboard (SPEC 8): partition switcher, queue tree with usage bars, queues over max with
 their live countdown, alerts for runs that fell short, recent runs and revisions, worker state.
 
-Views only read and render; the one write (cancelling a timer) goes through
-``enforcement.timers.cancel_timer``.
+Views only read and render; the cancel buttons open the confirmation page of ``web.timers``.
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.contrib import messages
 from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
+from django.shortcuts import render
 from django.utils import timezone
-from django.utils.http import urlencode
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from preemption.config import ROOT, text_problem
-from scheduler_admin.accounts.roles import OPERATOR
-from scheduler_admin.enforcement.models import PreemptionRun, QuotaTimer, RunStatus
-from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
+from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.system.models import WorkerHeartbeat
-from scheduler_admin.web.common import partition_or_404, require_role, selected_partition
+from scheduler_admin.web.common import partition_or_404, selected_partition
 from scheduler_admin.web.dashboard.tree import SEARCH_MAX_LENGTH, QueueTree
 from scheduler_admin.web.explanations import ALERT_OUTCOMES, outcome_text
 
@@ -141,17 +135,3 @@ def children(request: HttpRequest) -> HttpResponse:
     if not tree.has(path):
         raise Http404(f"No queue {path!r} in partition {partition.name!r}.")
     return render(request, "web/dashboard/_rows.html", {"rows": tree.children_rows(path)})
-
-
-@require_POST
-def cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    """Cancel a pending quota timer (operator), then back to the partition's dashboard."""
-    require_role(request.user, OPERATOR)
-    timer = get_object_or_404(QuotaTimer.objects.select_related("partition"), pk=pk)
-    try:
-        cancel_timer(timer.pk, actor=request.user)
-    except TimerNotFound:
-        messages.error(request, f"The timer of {timer.queue_path} is no longer pending.")
-    else:
-        messages.success(request, f"Cancelled the quota timer of {timer.queue_path}.")
-    return redirect(f"{reverse('dashboard')}?{urlencode({'partition': timer.partition.name})}")

@@ -1,5 +1,7 @@
 """Import a YuniKorn ``queues.yaml`` in the browser (admins): upload or paste, preview what
-changes per partition, then save all partitions as one all-or-nothing change.
+changes per partition (and the quota timers it would start, reset or cancel, with the plan each
+would run, as the queue page's preview shows them), then save all partitions as one
+all-or-nothing change.
 
 The same path as ``manage.py import_config``: ``parse_queues_yaml`` validates the whole file
 (every error with its path and line), ``import_partition_configs`` saves it with revisions and
@@ -25,11 +27,13 @@ from preemption.hierarchy import ConfigErrors
 from preemption.yunikorn import config_warnings, yunikorn_min_version
 from scheduler_admin import limits
 from scheduler_admin.accounts.roles import ADMIN
+from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.yaml_io import error_lines, parse_queues_yaml
 from scheduler_admin.web.common import require_role
 from scheduler_admin.web.history.changes import Changes, compare
+from scheduler_admin.web.queue_pages.plans import PlanView, plan_view
 
 
 class ImportForm(forms.Form):
@@ -84,6 +88,16 @@ class ImportForm(forms.Form):
 
 
 @dataclass(frozen=True)
+class TimerLine:
+    """One quota timer the import would ``start``, ``reset`` or ``cancel`` (delay in seconds,
+    None for a cancel)."""
+
+    queue: str
+    change: str
+    delay: int | None = None
+
+
+@dataclass(frozen=True)
 class PartitionPreview:
     name: str
     is_new: bool
@@ -95,16 +109,22 @@ class PartitionPreview:
     #: The oldest YuniKorn release that reads the export as this product does, and why.
     yunikorn_min_version: str | None = None
     yunikorn_min_version_reasons: tuple[str, ...] = ()
+    #: The quota timers saving the file would start, reset or cancel in this partition.
+    timers: tuple[TimerLine, ...] = ()
+    #: (heading id, plan) of the quota enforcement each started timer would run when due.
+    plans: tuple[tuple[str, PlanView], ...] = ()
+    quota_preemption_enabled: bool = False
 
 
 def preview(configs: list[PartitionConfig]) -> list[PartitionPreview]:
     """What the import would change in each partition of the file (a new partition is
-    compared with an empty tree, so every queue shows as added)."""
+    compared with an empty tree, so every queue shows as added, and starts no timer)."""
     current = {p.name: p for p in Partition.objects.filter(name__in=[c.name for c in configs])}
     items = []
-    for config in configs:
+    for index, config in enumerate(configs):
         partition = current.get(config.name)
         before = partition.current_config() if partition else replace(config, queues=())
+        timers, plans = _timer_preview(partition, config, f"p{index}") if partition else ((), ())
         version, reasons = yunikorn_min_version([config])
         items.append(
             PartitionPreview(
@@ -116,9 +136,30 @@ def preview(configs: list[PartitionConfig]) -> list[PartitionPreview]:
                 tuple(str(warning) for warning in config_warnings(config)),
                 version,
                 tuple(reasons),
+                timers,
+                plans,
+                config.settings.quota_preemption_enabled,
             )
         )
     return items
+
+
+def _timer_preview(
+    partition: Partition, config: PartitionConfig, prefix: str
+) -> tuple[tuple[TimerLine, ...], tuple[tuple[str, PlanView], ...]]:
+    """The queue edit preview's own computation (``preview_change``, i.e. the engine's timer
+    rules on the pending timers), for the whole imported partition."""
+    result = preview_change(partition, config)
+    lines = [
+        TimerLine(path, "reset" if path in result.reset else "start", timer.delay)
+        for path, timer in sorted(result.timers.items())
+    ]
+    lines += [TimerLine(path, "cancel") for path in result.cancelled]
+    plans = tuple(
+        (f"{prefix}-{number}", plan_view(plan, partition, title=f"Quota enforcement on {path}"))
+        for number, (path, plan) in enumerate(sorted(result.plans.items()), start=1)
+    )
+    return tuple(lines), plans
 
 
 @require_http_methods(["GET", "POST"])

@@ -2,11 +2,11 @@
 max, the subtree's tasks and pending asks, the pending quota timer, this queue's history, and the
 edit form with its preview.
 
-Every signed-in user may read the page. Its POSTs (preview, save, cancel the timer) need the
-operator role; they are told apart by the ``action`` field rather than by sub-URLs, because a
-queue path may itself contain ``/`` and so no suffix after it could be told from a queue name.
-Writes go through ``queues.services.update_queue`` and ``enforcement.timers.cancel_timer``; a
-preview calls ``enforcement.previews.preview_change`` and writes nothing.
+Every signed-in user may read the page. Its POSTs (preview, save) need the operator role; they
+are told apart by the ``action`` field rather than by sub-URLs, because a queue path may itself
+contain ``/`` and so no suffix after it could be told from a queue name. Writes go through
+``queues.services.update_queue``; a preview calls ``enforcement.previews.preview_change`` and
+writes nothing. The timer's cancel button opens the confirmation page of ``web.timers``.
 """
 
 from __future__ import annotations
@@ -23,13 +23,10 @@ from django.urls import reverse
 from preemption import resources
 from preemption.config import PartitionConfig, QueueConfig
 from preemption.hierarchy import ConfigErrors, Hierarchy, validate_config
-from scheduler_admin import limits
 from scheduler_admin.accounts.roles import OPERATOR, has_role
-from scheduler_admin.api.params import whole_number
 from scheduler_admin.cluster.adapters import queue_usage
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.enforcement.previews import preview_change
-from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.web.common import partition_or_404, post_requires_role, queue_url
@@ -38,8 +35,6 @@ from scheduler_admin.web.queue_pages.effective import exact_quantity
 from scheduler_admin.web.queue_pages.forms import PREVIEW, SAVE, QueueEdit
 from scheduler_admin.web.queue_pages.history import describe_queue_changes, queue_history
 from scheduler_admin.web.queue_pages.plans import plan_view
-
-CANCEL_TIMER = "cancel_timer"
 
 TASK_LABELS = {
     "id": "Task", "app": "Application", "queue": "Queue", "node": "Node",
@@ -53,12 +48,11 @@ ASK_LABELS = {
 
 @post_requires_role(OPERATOR)
 def queue_detail(request: HttpRequest, partition: str, queue: str) -> HttpResponse:
-    """Show the queue; on POST run one action (``preview``, ``save`` or ``cancel_timer``).
+    """Show the queue; on POST run one action (``preview`` or ``save``).
 
-    Steps of a POST: refuse lower roles (403); ``cancel_timer`` cancels and redirects;
-    ``preview``/``save`` validate the form, then either render the plans the change would
-    trigger (saving nothing) or save through the service and redirect with a message. Any
-    refusal re-renders the page with the user's input and the errors in place.
+    Steps of a POST: refuse lower roles (403); validate the form, then either render the plans
+    the change would trigger (saving nothing) or save through the service and redirect with a
+    message. Any refusal re-renders the page with the user's input and the errors in place.
     """
     if "\x00" in partition or "\x00" in queue:  # PostgreSQL text cannot hold NUL: no such row
         raise Http404("No such queue.")
@@ -73,8 +67,6 @@ def queue_detail(request: HttpRequest, partition: str, queue: str) -> HttpRespon
     preview: dict[str, Any] | None = None
     if request.method == "POST":
         action = request.POST.get("action", "")
-        if action == CANCEL_TIMER:
-            return _cancel_timer(request, part, queue)
         if action not in (PREVIEW, SAVE):
             messages.error(request, "Unknown action: nothing was done.")
             return redirect(queue_url(part.name, queue))
@@ -163,29 +155,6 @@ def _stale_message(current: int) -> str:
         f"Someone saved this queue since you opened the page (it is now at version {current}). "
         "Nothing was saved. Reload the page to see their change, then make yours again."
     )
-
-
-def _cancel_timer(request: HttpRequest, partition: Partition, path: str) -> HttpResponse:
-    """Cancel this queue's pending timer (the id in the form must be that timer)."""
-    raw = request.POST.get("timer", "")
-    # ASCII digits only: "²".isdigit() is true but int("²") fails; an id past bigint is no row.
-    timer_id = whole_number(raw, minimum=1, maximum=limits.BIGINT_MAX)
-    timer = (
-        QuotaTimer.objects.filter(
-            partition=partition, queue_path=path, status=TimerStatus.PENDING, pk=timer_id
-        ).first()
-        if timer_id is not None
-        else None
-    )
-    try:
-        if timer is None:
-            raise TimerNotFound(raw)
-        cancel_timer(timer.pk, actor=request.user)
-    except TimerNotFound:
-        messages.error(request, "That timer is no longer pending: nothing was cancelled.")
-    else:
-        messages.success(request, f"Cancelled the quota timer of {path}.")
-    return redirect(queue_url(partition.name, path))
 
 
 def _pending_timer(partition: Partition, path: str) -> QuotaTimer | None:

@@ -16,10 +16,15 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("timer_id", type=int)
         parser.add_argument("--user", help="record this user as the actor")
+        parser.add_argument("--comment", default="", help="why (kept in the audit event)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         try:
-            timer = cancel_timer(options["timer_id"], actor=resolve_user(options["user"]))
+            timer = cancel_timer(
+                options["timer_id"],
+                actor=resolve_user(options["user"]),
+                comment=options["comment"],
+            )
         except TimerNotFound as exc:
             raise CommandError(str(exc)) from None
         self.stdout.write(self.style.SUCCESS(f"cancelled the timer of {timer.queue_path}"))

@@ -1,0 +1,1 @@
+"""Cancelling a quota timer from the console: one confirmation page for every cancel button."""

@@ -1,0 +1,1 @@
+"""The Users page (admins): accounts, roles and API tokens."""

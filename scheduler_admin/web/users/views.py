@@ -1,0 +1,249 @@
+"""The Users page (admins only, GET and POST): list the accounts, create one, change a role,
+deactivate or reactivate, issue or revoke an API token.
+
+Views are thin: each action is one ``accounts.services`` call, which checks the rules (nobody
+locks the console out) and writes the audit event. Every action is a POST to its own URL;
+destructive ones (deactivate, revoke, replace a token, a role downgrade) first answer with a
+confirmation page whose form posts the same fields again with ``confirmed=yes``, which works
+without JavaScript. A generated password or a new token is shown once, in the POST's own
+response (never stored in a message or the session, never cached).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractUser
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
+from django.views.decorators.http import require_GET, require_POST
+
+from scheduler_admin.accounts import services
+from scheduler_admin.accounts.roles import ADMIN, role_of
+from scheduler_admin.web.common import View, require_role
+from scheduler_admin.web.users.forms import ROLE_CHOICES, CreateUserForm, RoleForm
+
+CONFIRMED = "yes"
+
+
+def admin_only(view: View) -> View:
+    """403 for everyone below admin, whatever the method (the page lists every account)."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        require_role(request.user, ADMIN)
+        return view(request, *args, **kwargs)
+
+    return wrapper
+
+
+@admin_only
+@require_GET
+def user_list(request: HttpRequest) -> HttpResponse:
+    return _render_list(request, CreateUserForm())
+
+
+@admin_only
+@require_POST
+def user_create(request: HttpRequest) -> HttpResponse:
+    """Create the account; a generated password is shown once on the answer page."""
+    form = CreateUserForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        try:
+            created = services.create_user(
+                data["username"],
+                role=data["role"],
+                actor=request.user,
+                email=data["email"],
+                password=data["password"] or None,
+            )
+        except services.AccountError as exc:
+            form.add_error(exc.field or None, str(exc))
+        else:
+            name = created.user.get_username()
+            if created.generated_password is not None:
+                return _secret(request, created.user, "password", created.generated_password)
+            messages.success(request, f"Created {name} with the {data['role']} role.")
+            return redirect("users")
+    return _render_list(request, form, status=400)
+
+
+@admin_only
+@require_POST
+def user_role(request: HttpRequest, pk: int) -> HttpResponse:
+    target = _user_or_404(pk)
+    form = RoleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose one of the roles: nothing was changed.")
+        return redirect("users")
+    role = form.cleaned_data["role"]
+    name = target.get_username()
+    if services.is_downgrade(target, role) and not _confirmed(request):
+        return _confirm(
+            request,
+            target,
+            title=f"Change the role of {name} from {role_of(target)} to {role}?",
+            consequence=f"{name} loses the rights of the {role_of(target)} role at once.",
+            button=f"Change to {role}",
+            fields={"role": role},
+        )
+    return _act(
+        request,
+        lambda: services.change_role(target, role, actor=request.user),
+        done=f"{name} now has the {role} role.",
+        unchanged=f"{name} already has the {role} role.",
+    )
+
+
+@admin_only
+@require_POST
+def user_deactivate(request: HttpRequest, pk: int) -> HttpResponse:
+    target = _user_or_404(pk)
+    name = target.get_username()
+    if not _confirmed(request):
+        return _confirm(
+            request,
+            target,
+            title=f"Deactivate {name}?",
+            consequence=f"{name} can no longer sign in, their open sessions end and their API "
+            "token is deleted. You can reactivate the account later (without the token).",
+            button=f"Deactivate {name}",
+        )
+    return _act(
+        request,
+        lambda: services.set_active(target, False, actor=request.user),
+        done=f"Deactivated {name}.",
+        unchanged=f"{name} was already deactivated.",
+    )
+
+
+@admin_only
+@require_POST
+def user_reactivate(request: HttpRequest, pk: int) -> HttpResponse:
+    target = _user_or_404(pk)
+    name = target.get_username()
+    return _act(
+        request,
+        lambda: services.set_active(target, True, actor=request.user),
+        done=f"Reactivated {name}.",
+        unchanged=f"{name} was already active.",
+    )
+
+
+@admin_only
+@require_POST
+def token_issue(request: HttpRequest, pk: int) -> HttpResponse:
+    """Issue a token (replacing one asks for confirmation first); the key is shown once."""
+    target = _user_or_404(pk)
+    name = target.get_username()
+    if services.token_of(target) is not None and not _confirmed(request):
+        return _confirm(
+            request,
+            target,
+            title=f"Replace the API token of {name}?",
+            consequence="The current token stops working at once: every script using it gets "
+            "401 until it is given the new one.",
+            button="Replace the token",
+        )
+    try:
+        key = services.issue_token(target, actor=request.user)
+    except services.AccountError as exc:
+        messages.error(request, str(exc))
+        return redirect("users")
+    return _secret(request, target, "API token", key)
+
+
+@admin_only
+@require_POST
+def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
+    target = _user_or_404(pk)
+    name = target.get_username()
+    if not _confirmed(request):
+        return _confirm(
+            request,
+            target,
+            title=f"Revoke the API token of {name}?",
+            consequence="The token stops working at once: every request using it gets 401.",
+            button="Revoke the token",
+        )
+    return _act(
+        request,
+        lambda: services.revoke_token(target, actor=request.user),
+        done=f"Revoked the API token of {name}.",
+        unchanged=f"{name} had no API token.",
+    )
+
+
+def _user_or_404(pk: int) -> AbstractUser:
+    return get_object_or_404(get_user_model(), pk=pk)
+
+
+def _confirmed(request: HttpRequest) -> bool:
+    return request.POST.get("confirmed") == CONFIRMED
+
+
+def _act(
+    request: HttpRequest, action: Callable[[], bool], *, done: str, unchanged: str
+) -> HttpResponse:
+    """Run one service call and say what happened (a refusal is an error message, not a 500)."""
+    try:
+        changed = action()
+    except services.AccountError as exc:
+        messages.error(request, f"{exc} Nothing was changed.")
+    else:
+        if changed:
+            messages.success(request, done)
+        else:
+            messages.info(request, unchanged)
+    return redirect("users")
+
+
+def _confirm(
+    request: HttpRequest,
+    target: AbstractUser,
+    *,
+    title: str,
+    consequence: str,
+    button: str,
+    fields: dict[str, str] | None = None,
+) -> HttpResponse:
+    """The confirmation step: the same POST again, with ``confirmed=yes``."""
+    context = {
+        "target": target,
+        "title": title,
+        "consequence": consequence,
+        "button": button,
+        "action": request.path,
+        "fields": fields or {},
+        "confirmed": CONFIRMED,
+    }
+    return render(request, "web/users/confirm.html", context)
+
+
+def _secret(request: HttpRequest, target: AbstractUser, what: str, secret: str) -> HttpResponse:
+    """The one time a password or token is shown: not cached, not stored anywhere."""
+    context = {
+        "target": target,
+        "what": what,
+        "secret": secret,
+        "example_url": request.build_absolute_uri(reverse("api-partitions")),
+    }
+    response = render(request, "web/users/secret.html", context)
+    add_never_cache_headers(response)
+    return response
+
+
+def _render_list(request: HttpRequest, form: CreateUserForm, *, status: int = 200) -> HttpResponse:
+    rows = [
+        {"user": user, "role": role_of(user), "token": services.token_of(user)}
+        for user in services.users()
+    ]
+    context = {"rows": rows, "form": form, "role_choices": ROLE_CHOICES}
+    return render(request, "web/users/list.html", context, status=status)
