@@ -116,3 +116,18 @@ def _trim(number: float) -> str:
     if number >= 10:
         return f"{number:.1f}".rstrip("0").rstrip(".")
     return f"{number:.2f}".rstrip("0").rstrip(".")
+
+
+def display_value(value: Any) -> str:
+    """A setting or detail value in words, for pages: yes/no for booleans, "—" for none,
+    lists joined with commas, anything else as text. Pages never show Python's ``True``/``None``.
+    """
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(display_value(item) for item in value) if value else "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{key}: {display_value(item)}" for key, item in value.items()) or "none"
+    return str(value)

@@ -21,7 +21,7 @@ from scheduler_admin.accounts.roles import ADMIN
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.web.common import partition_or_404, require_role, selected_partition
-from scheduler_admin.web.history.changes import against_previous, compare
+from scheduler_admin.web.history.changes import against_previous, compare, show_field
 from scheduler_admin.web.history.forms import CompareForm, RevertForm
 
 PAGE_SIZE = 25
@@ -82,7 +82,11 @@ def history_revision(request: HttpRequest, partition: str, number: int) -> HttpR
             "revision": revision,
             "base": base,
             "changes": changes,
-            "settings": config.settings.to_json(),
+            "settings": [
+                (key, show_field(key, value))
+                for key, value in config.settings.to_json().items()
+                if key not in ("name", "extra")
+            ],
             "queues": config.queues,
             "is_current": revision.partition.revisions.order_by("-number").first() == revision,
         },
