@@ -72,11 +72,9 @@ def setting_rows(hierarchy: Hierarchy, path: str, quota_enabled: bool) -> list[S
     note = ""
     if seconds and not quota_enabled:
         note = "Quota preemption is switched off for the partition, so no timer starts."
-    value = (
-        hierarchy.duration_text(quota, PROPERTY_QUOTA_DELAY)
-        if seconds
-        else "0 (quota preemption off for this queue)"
-    )
+    elif not seconds:
+        note = "Quota preemption is off for this queue: lowering its max starts no timer."
+    value = hierarchy.duration_text(quota, PROPERTY_QUOTA_DELAY) if seconds else "off"
     rows.append(SettingRow(PROPERTY_QUOTA_DELAY, value, words, link, note))
 
     for name, (limit, step) in effective_max_sources(hierarchy, path).items():
