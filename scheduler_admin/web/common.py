@@ -17,6 +17,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from preemption import resources
 from preemption.config import text_problem
@@ -131,3 +133,9 @@ def display_value(value: Any) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{key}: {display_value(item)}" for key, item in value.items()) or "none"
     return str(value)
+
+
+def revision_link(partition: str, number: int) -> SafeString:
+    """``revision N`` linking to the revision's page, for messages that name a revision."""
+    url = reverse("history-revision", kwargs={"partition": partition, "number": number})
+    return format_html('<a href="{}">revision {}</a>', url, number)

@@ -189,7 +189,10 @@ def test_revert_by_an_admin_creates_a_new_revision_with_the_old_config(demo):
     )
     assert Queue.objects.get(path="root.batch.nightly").max["memory"] == 512 * GI
     page = client.get(response["Location"]).content.decode()
-    assert "Reverted partition default to revision 1 as revision 3." in page
+    assert (
+        'Reverted partition default to <a href="/history/default/1/">revision 1</a> as '
+        '<a href="/history/default/3/">revision 3</a>.'
+    ) in page  # both revisions link to their pages
 
 
 @pytest.mark.parametrize("role", ["viewer", "operator"])

@@ -309,7 +309,8 @@ def test_a_good_edit_saves_one_revision_and_redirects_with_a_message(partition, 
     assert nightly.max == {"memory": 256 * GI, "vcore": 200_000, "pods": 100}
     assert ConfigRevision.objects.latest("number").comment == "shrink nightly"
     page = operator.get(url).content.decode()
-    assert "Saved root.batch.nightly as revision" in page and "A quota timer started" in page
+    assert 'Saved root.batch.nightly as <a href="/history/default/2/">revision 2</a>.' in page
+    assert "A quota timer started" in page
 
 
 def test_a_bad_quantity_is_refused_inline_and_nothing_is_saved(partition, operator):

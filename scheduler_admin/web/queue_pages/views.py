@@ -19,6 +19,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
 
 from preemption import resources
 from preemption.config import PartitionConfig, QueueConfig
@@ -33,7 +34,12 @@ from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.web.bars import queue_bars
-from scheduler_admin.web.common import partition_or_404, post_requires_role, queue_url
+from scheduler_admin.web.common import (
+    partition_or_404,
+    post_requires_role,
+    queue_url,
+    revision_link,
+)
 from scheduler_admin.web.queue_pages import effective, tables
 from scheduler_admin.web.queue_pages.forms import PREVIEW, SAVE, QueueEdit
 from scheduler_admin.web.queue_pages.history import describe_queue_changes, queue_history
@@ -119,10 +125,12 @@ def _save(
     if result.revision is None:
         messages.info(request, "Nothing to save: the values are the ones already saved.")
     else:
-        message = f"Saved {path} as revision {result.revision.number}."
+        saved = revision_link(partition.name, result.revision.number)
+        message = format_html("Saved {} as {}.", path, saved)
         timer = _pending_timer(partition, path)
         if timer is not None and timer.revision_number == result.revision.number:
-            message += f" A quota timer started: due at {timer.due_at:%Y-%m-%d %H:%M:%S} UTC."
+            due = f"{timer.due_at:%Y-%m-%d %H:%M:%S}"
+            message = format_html("{} A quota timer started: due at {} UTC.", message, due)
         messages.success(request, message)
     # An explicit fragment: the browser would otherwise keep the form's "#change" and scroll
     # past the message saying what was saved.

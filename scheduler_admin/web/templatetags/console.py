@@ -43,6 +43,11 @@ def quantity(value: int | None, resource: str) -> SafeString:
     )
 
 
+#: The earlier name of ``quantity`` (it returned the short text alone), kept for templates that
+#: still use it.
+register.filter("human_quantity", quantity)
+
+
 @register.filter
 def human_resources(amounts: dict[str, int] | None) -> SafeString:
     """A resource set as ``name short`` readings, each with its exact quantity on hover;
