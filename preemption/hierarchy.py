@@ -546,13 +546,16 @@ def _queue_resource_errors(
             errors.append(ConfigError(ROOT, "resources", "the root queue carries no resources"))
         return errors
 
+    # One message per type, at the max (the value an admin lowers), naming both values: the
+    # quota-delay rule below would otherwise report the same pair a second time.
     for name, value in queue.guaranteed.items():
-        if name in queue.max and value > queue.max[name]:
+        if name in queue.max and queue.max[name] < value:
             errors.append(
                 ConfigError(
                     queue.path,
-                    f"guaranteed.{name}",
-                    f"guaranteed {_fmt(name, value)} is above max {_fmt(name, queue.max[name])}",
+                    f"max.{name}",
+                    f"max {name} {_fmt(name, queue.max[name])} is below guaranteed "
+                    f"{_fmt(name, value)}",
                 )
             )
 
@@ -574,7 +577,7 @@ def _queue_resource_errors(
     delay = hierarchy.effective_quota_delay(queue.path)
     if isinstance(delay.value, int) and delay.value > 0:
         for name, value in queue.guaranteed.items():
-            if name in queue.max and queue.max[name] <= value:
+            if queue.max.get(name) == value:  # below it is reported above
                 errors.append(
                     ConfigError(
                         queue.path,

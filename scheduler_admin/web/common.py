@@ -17,6 +17,8 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
 
 from preemption import resources
 from preemption.config import text_problem
@@ -116,3 +118,24 @@ def _trim(number: float) -> str:
     if number >= 10:
         return f"{number:.1f}".rstrip("0").rstrip(".")
     return f"{number:.2f}".rstrip("0").rstrip(".")
+
+
+def display_value(value: Any) -> str:
+    """A setting or detail value in words, for pages: yes/no for booleans, "—" for none,
+    lists joined with commas, anything else as text. Pages never show Python's ``True``/``None``.
+    """
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, list | tuple):
+        return ", ".join(display_value(item) for item in value) if value else "none"
+    if isinstance(value, dict):
+        return ", ".join(f"{key}: {display_value(item)}" for key, item in value.items()) or "none"
+    return str(value)
+
+
+def revision_link(partition: str, number: int) -> SafeString:
+    """``revision N`` linking to the revision's page, for messages that name a revision."""
+    url = reverse("history-revision", kwargs={"partition": partition, "number": number})
+    return format_html('<a href="{}">revision {}</a>', url, number)

@@ -143,7 +143,7 @@ def test_an_invalid_change_lists_every_broken_rule_and_changes_nothing(saved, ad
         services.save_partition_config(broken, actor=admin_account, comment="bad")
     locations = {error.location for error in refused.value.errors}
     assert {
-        "queues[root.tenant.a].guaranteed.memory",  # above its own max
+        "queues[root.tenant.a].max.memory",  # below its own guarantee
         "queues[root.tenant.a].properties.preemption.policy",
         "queues[root.tenant.b].max.memory",  # above the parent's max
         "queues[root.tenant].guaranteed.memory",  # children's guarantees above the parent's

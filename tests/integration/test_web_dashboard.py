@@ -70,10 +70,16 @@ def row(html: str, path: str) -> str:
 
 
 def bar(row_html: str, resource: str) -> str:
-    label = rf'<span class="bar-res">{re.escape(resource)}</span>'
+    """The ``bar-line`` of one resource in a row (web/_bars.html)."""
+    label = rf'<span class="bar-res"[^>]*>{re.escape(resource)}</span>'
     found = re.search(rf'<div class="bar-line"[^>]*>\s*{label}.*?</div>', row_html, re.S)
     assert found, f"no {resource} bar in {row_html}"
     return found.group(0)
+
+
+def qty(short: str, exact: str | None = None) -> str:
+    """A quantity as pages render it (``|quantity``): short, the exact value on hover."""
+    return f'<span class="qty" title="{exact or short}">{short}</span>'
 
 
 def attr(element: str, name: str) -> str | None:
@@ -149,10 +155,9 @@ def test_bars_reflect_usage_against_guarantee_and_max(demo, viewer):
     assert "width: 75.0%" in web_memory  # 300Gi of 400Gi
     assert 'class="bar-mark guarantee" style="left: 50.0%"' in web_memory
     assert 'class="bar-mark limit" style="left: 100.0%"' in web_memory
-    assert "<strong>300Gi</strong>" in web_memory
-    assert attr(web_memory, "title") == (
-        "memory: used 300Gi, guaranteed 200Gi, max 400Gi"
-    )  # exact values in the tooltip
+    assert qty("300Gi") in web_memory  # humanised, the exact value on hover
+    graphic = re.search(r'<span class="bar above"[^>]*>', web_memory).group(0)
+    assert attr(graphic, "title") == "memory: used 300Gi, guaranteed 200Gi, max 400Gi"
 
     api_memory = bar(row(html, "root.prod.api"), "memory")
     assert 'class="bar within"' in api_memory and "width: 33.3%" in api_memory
@@ -174,7 +179,30 @@ def test_bars_reflect_usage_against_guarantee_and_max(demo, viewer):
     assert 'class="bar above"' in nightly_vcore and "guar." not in nightly_vcore
     # ...and with neither a guarantee nor a max (root) there is no bar, only the number.
     root_memory = bar(row(viewer.get("/").content.decode(), "root"), "memory")
-    assert 'class="bar none"' in root_memory and "<strong>650Gi</strong>" in root_memory
+    assert 'class="bar none"' in root_memory and qty("650Gi") in root_memory
+
+
+def test_leaf_rows_show_the_effective_max_and_mark_an_inherited_one(demo, viewer):
+    run_tasks(demo, ("n0", "root.batch.nightly", {"memory": "100Gi", "pods": "1"}))
+    html = viewer.get(CHILDREN, {"partition": "default", "queue": "root.batch"}).content.decode()
+    nightly = row(html, "root.batch.nightly")
+    # nightly sets no pods max: root.batch's 2k applies and is drawn, marked as inherited.
+    pods = bar(nightly, "pods")
+    assert 'class="bar-mark limit"' in pods and "no-max" not in pods
+    assert qty("2k") in pods
+    assert '<span class="inherited" title="inherited from root.batch">inherited</span>' in pods
+    # Its own memory max (512Gi, below batch's 1Ti) is not inherited.
+    memory = bar(nightly, "memory")
+    assert qty("512Gi") in memory and "inherited" not in memory
+
+
+def test_tree_names_have_no_trailing_slash_and_settings_read_as_words(demo, viewer):
+    page = viewer.get("/").content.decode()
+    for path, name in (("root", "root"), ("root.prod", "prod"), ("root.batch", "batch")):
+        link = re.search(r'<a class="queue-link"[^>]*>([^<]*)</a>', row(page, path)).group(1)
+        assert link == name, f"{path} is shown as {link!r}"
+    assert "default preemption delay 30s" in page  # a duration, not bare seconds
+    assert '<a href="/history/default/1/">Revision 1</a>' in page  # recent revisions link
 
 
 def usage_summed_in_python(partition: Partition) -> dict[str, dict[str, int]]:

@@ -54,6 +54,11 @@ def test_the_list_is_paged(demo):
     assert client.get("/history/", {"page": "nonsense"}).status_code == 200
 
 
+def qty(short: str, exact: str | None = None) -> str:
+    """A quantity as pages render it: short, the exact value in the tooltip."""
+    return f'<span class="qty" title="{exact or short}">{short}</span>'
+
+
 def test_the_diff_of_two_revisions_shows_each_changed_field_old_and_new(demo):
     response = signed_in("viewer").get(
         "/history/diff/", {"partition": "default", "from": "1", "to": "2"}
@@ -62,10 +67,21 @@ def test_the_diff_of_two_revisions_shows_each_changed_field_old_and_new(demo):
     assert response.status_code == 200
     assert "Revision 1 → 2" in page
     assert "root.batch.nightly" in page
+    # Humanised, with the exact quantity on hover.
     assert (
-        '<code>max.memory</code></td><td class="old">512Gi</td><td class="new">200Gi</td>' in page
-    )
-    assert '<code>max.vcore</code></td><td class="old">200</td><td class="new">100</td>' in page
+        '<code>max.memory</code></td><td class="old">'
+        + qty("512Gi")
+        + '</td><td class="new">'
+        + qty("200Gi")
+        + "</td>"
+    ) in page
+    assert (
+        '<code>max.vcore</code></td><td class="old">'
+        + qty("200")
+        + '</td><td class="new">'
+        + qty("100")
+        + "</td>"
+    ) in page
     assert "root.prod.web" not in page  # only what changed
 
     backwards = (
@@ -73,7 +89,7 @@ def test_the_diff_of_two_revisions_shows_each_changed_field_old_and_new(demo):
         .get("/history/diff/", {"partition": "default", "from": "2", "to": "1"})
         .content.decode()
     )
-    assert '<td class="old">200Gi</td><td class="new">512Gi</td>' in backwards
+    assert f'<td class="old">{qty("200Gi")}</td><td class="new">{qty("512Gi")}</td>' in backwards
 
 
 def test_the_diff_lists_added_queues_and_partition_settings(demo):
@@ -84,7 +100,7 @@ def test_the_diff_lists_added_queues_and_partition_settings(demo):
 
     changed = replace(
         config.with_queue(QueueConfig.child_of("root.batch", "team#1", max={"memory": GI})),
-        settings=replace(config.settings, miss_percent=5),
+        settings=replace(config.settings, miss_percent=5, default_preemption_delay=90),
     )
     services.save_partition_config(changed, actor=None, comment="add team#1")
     page = (
@@ -94,7 +110,17 @@ def test_the_diff_lists_added_queues_and_partition_settings(demo):
     )
     assert "Queues added" in page and "root.batch.team#1" in page
     assert '<code>miss_percent</code></th><td class="old">0</td><td class="new">5</td>' in page
+    # Delays are whole seconds in the config; pages show them as durations, never bare numbers.
+    assert (
+        '<code>default_preemption_delay</code></th><td class="old">30s</td>'
+        '<td class="new">1m30s</td>'
+    ) in page
     assert "Queues removed" not in page
+    snapshot = signed_in("viewer").get("/history/default/3/").content.decode()
+    settings = snapshot.split("The configuration as saved")[1].split("</table>")[0]
+    assert "<code>default_preemption_delay</code></th><td>1m30s</td>" in settings
+    assert "<code>quota_preemption_enabled</code></th><td>on</td>" in settings
+    assert "True" not in settings and "False" not in settings
 
 
 @pytest.mark.parametrize(
@@ -143,7 +169,7 @@ def test_unknown_revisions_and_partitions_are_404(demo, url):
 def test_the_revert_confirmation_shows_what_will_change(demo):
     page = signed_in("admin").get("/history/default/1/revert/").content.decode()
     assert "current configuration → revision 1" in page
-    assert '<td class="old">200Gi</td><td class="new">512Gi</td>' in page
+    assert f'<td class="old">{qty("200Gi")}</td><td class="new">{qty("512Gi")}</td>' in page
     assert 'value="Revert to revision 1"' in page and "csrfmiddlewaretoken" in page
 
 
@@ -163,7 +189,10 @@ def test_revert_by_an_admin_creates_a_new_revision_with_the_old_config(demo):
     )
     assert Queue.objects.get(path="root.batch.nightly").max["memory"] == 512 * GI
     page = client.get(response["Location"]).content.decode()
-    assert "Reverted partition default to revision 1 as revision 3." in page
+    assert (
+        'Reverted partition default to <a href="/history/default/1/">revision 1</a> as '
+        '<a href="/history/default/3/">revision 3</a>.'
+    ) in page  # both revisions link to their pages
 
 
 @pytest.mark.parametrize("role", ["viewer", "operator"])

@@ -63,7 +63,7 @@ def test_save_imports_the_file_as_a_new_revision():
     assert (revision.number, revision.comment, revision.kind) == (2, "quarter end", "import")
     assert Queue.objects.get(path="root.batch.nightly").max["memory"] == 300 * 1024**3
     followed = admin.get(response["Location"]).content.decode()
-    assert "saved as revision 2" in followed
+    assert 'saved as <a href="/history/default/2/">revision 2</a>' in followed
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,8 @@ queue's history, and the edit form with its preview (SPEC 8). Real PostgreSQL, r
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -107,12 +109,67 @@ def test_a_disabled_parent_switches_off_its_subtree_and_the_page_names_it(partit
     assert 'inherited from <a href="/partitions/default/queues/root.batch/">root.batch' in page
 
 
-def test_usage_chart_is_an_accessible_svg_with_a_table_of_numbers(partition, viewer):
-    nightly_tasks(partition)
-    page = viewer.get(queue_url("default", NIGHTLY)).content.decode()
-    assert '<svg class="usage-chart" role="img" aria-labelledby="chart-title chart-desc"' in page
-    assert "memory: usage 400Gi" in page  # the desc reads the numbers out
-    assert "<td>400Gi" in page and "<td>512Gi</td>" in page  # exact usage and own max
+def usage_section(page: str) -> str:
+    return page.split('id="usage-heading"')[1].split("</section>")[0]
+
+
+def bar_line(section: str, resource: str) -> str:
+    """One resource's bar (web/_bars.html, the same partial as the dashboard's)."""
+    found = re.search(rf'<div class="bar-line" data-resource="{re.escape(resource)}".*?</div>',
+                      section, re.S)  # fmt: skip
+    assert found, f"no {resource} bar in {section}"
+    return found.group(0)
+
+
+def test_usage_bars_are_the_dashboards_with_the_effective_max(partition, viewer):
+    nightly_tasks(partition)  # 400Gi and 40 cores; nightly guarantees nothing
+    section = usage_section(viewer.get(queue_url("default", NIGHTLY)).content.decode())
+    # Above guarantee: the dashboard's amber class; the own max is a solid red tick at 512Gi.
+    memory = bar_line(section, "memory")
+    assert '<span class="bar above"' in memory and "width: 78.1%" in memory  # 400Gi of 512Gi
+    assert '<span class="bar-mark limit" style="left: 100.0%">' in memory
+    assert '<span class="qty" title="400Gi">400Gi</span>' in memory
+    assert "inherited" not in memory
+    # pods: no max of its own, so root.batch's 2k applies, marked as inherited.
+    pods = bar_line(section, "pods")
+    assert '<span class="qty" title="2k">2k</span>' in pods
+    assert '<span class="inherited" title="inherited from root.batch">inherited</span>' in pods
+    numbers = section.split('<table class="numbers">')[1]
+    pods_row = numbers.split('<tr data-resource="pods">')[1].split("</tr>")[0]
+    assert "no max" in pods_row  # own max
+    assert (
+        'inherited from <a href="/partitions/default/queues/root.batch/">root.batch</a>' in pods_row
+    )
+    assert "bar-legend" in section  # the dashboard's legend
+
+
+def test_a_resource_without_max_is_not_drawn_as_a_full_bar(partition, viewer):
+    config = partition.current_config()
+    research = config.queue("root.research")
+    services.save_partition_config(
+        config.with_queue(
+            replace(research, guaranteed={**research.guaranteed, "pods": 10})
+        ),
+        actor=None, comment="pods guaranteed, no pods max",
+    )  # fmt: skip
+    ingest_cluster_state(
+        partition,
+        {
+            "nodes": [{"name": "n1", "capacity": {"memory": "2Ti", "vcore": "500"}}],
+            "allocations": [
+                {"id": f"p{i}", "queue": "root.research.vision", "node": "n1",
+                 "resources": {"memory": "1Gi", "pods": "1"}}
+                for i in range(32)
+            ],
+        },
+        actor=None,
+    )  # fmt: skip
+    section = usage_section(viewer.get(queue_url("default", "root.research")).content.decode())
+    pods = bar_line(section, "pods")
+    assert '<span class="bar above no-max"' in pods
+    assert "width: 80.0%" in pods  # 32 of a scale of 32 / 0.8: room left, never full
+    assert '<span class="bar-mark guarantee" style="left: 25.0%">' in pods
+    assert "bar-mark limit" not in pods and "no max" in pods
 
 
 def test_tasks_sort_and_page_fifty_at_a_time(partition, viewer):
@@ -281,7 +338,8 @@ def test_a_good_edit_saves_one_revision_and_redirects_with_a_message(partition, 
     assert nightly.max == {"memory": 256 * GI, "vcore": 200_000, "pods": 100}
     assert ConfigRevision.objects.latest("number").comment == "shrink nightly"
     page = operator.get(url).content.decode()
-    assert "Saved root.batch.nightly as revision" in page and "A quota timer started" in page
+    assert 'Saved root.batch.nightly as <a href="/history/default/2/">revision 2</a>.' in page
+    assert "A quota timer started" in page
 
 
 def test_a_bad_quantity_is_refused_inline_and_nothing_is_saved(partition, operator):

@@ -69,8 +69,27 @@ def test_guaranteed_above_own_max_is_refused() -> None:
         config(queue("root.a", guaranteed={"memory": 20 * GI}, max={"memory": 10 * GI}))
     )
     error = only_error(errors)
-    assert error.location == "queues[root.a].guaranteed.memory"
-    assert "above max" in error.message
+    assert error.location == "queues[root.a].max.memory"
+    assert error.message == "max memory 10Gi is below guaranteed 20Gi"
+
+
+@pytest.mark.parametrize("delay", ["60s", None], ids=["with-quota-delay", "without"])
+def test_max_below_guaranteed_is_one_message_even_with_a_quota_delay(delay: str | None) -> None:
+    """The quota-delay rule (max must be above guaranteed) does not repeat the same pair."""
+    properties = {"quota.preemption.delay": delay} if delay else {}
+    errors = validate_config(
+        config(
+            queue(
+                "root.a",
+                guaranteed={"memory": 20 * GI, "vcore": 4000},
+                max={"memory": 10 * GI, "vcore": 8000},
+                properties=properties,
+            )
+        )
+    )
+    assert [str(error) for error in errors] == [
+        "queues[root.a].max.memory: max memory 10Gi is below guaranteed 20Gi"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -97,8 +116,8 @@ def test_each_type_of_guaranteed_above_max_is_reported() -> None:
         )
     )
     assert locations(errors) == [
-        "queues[root.a].guaranteed.memory",
-        "queues[root.a].guaranteed.pods",
+        "queues[root.a].max.memory",
+        "queues[root.a].max.pods",
     ]
 
 
@@ -690,7 +709,7 @@ def test_every_broken_rule_is_reported_at_once() -> None:
     )
     assert locations(errors) == [
         "partition.miss_percent",
-        "queues[root.a].guaranteed.memory",
+        "queues[root.a].max.memory",
         "queues[root.b.c].max.vcore",
         "queues[root.b].properties.preemption.policy",
     ]

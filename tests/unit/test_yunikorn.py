@@ -354,6 +354,19 @@ def test_seed_delay_enforces_meaningful_quota_decrease() -> None:
     assert "greater than guaranteed" in errors["root.a: resources.max.memory"]
 
 
+def test_an_import_with_max_below_guaranteed_gets_one_message_naming_both_values() -> None:
+    errors = errors_of(
+        doc(
+            {
+                "name": "a",
+                "resources": {"guaranteed": {"memory": "20Gi"}, "max": {"memory": "10Gi"}},
+                "properties": {"quota.preemption.delay": "60s"},
+            }
+        )
+    )
+    assert errors == {"root.a: resources.max.memory": "max memory 10Gi is below guaranteed 20Gi"}
+
+
 # --------------------------------------------------------------------------------------------
 # implicit root
 # --------------------------------------------------------------------------------------------
@@ -414,7 +427,7 @@ def test_errors_under_an_implicit_root_carry_their_yaml_path() -> None:
             ]
         }
     )
-    assert list(errors) == ["root.b: resources.guaranteed.memory"]
+    assert errors == {"root.b: resources.max.memory": "max memory 1Gi is below guaranteed 2Gi"}
 
 
 # --------------------------------------------------------------------------------------------
@@ -827,7 +840,7 @@ def test_several_errors_are_all_reported() -> None:
             "partition default: root.a: resources.max.memory",
             "partition default: root.b: properties.preemption.policy",
             "partition default: root: queues[2].name",
-            "partition default: root.c: resources.guaranteed.pods",
+            "partition default: root.c: resources.max.pods",
             "partition default: preemption.enabled",
             "partition bad name: name",
             "version",

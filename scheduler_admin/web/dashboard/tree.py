@@ -31,6 +31,7 @@ from scheduler_admin.cluster.usage import leaf_usage, resource_names
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web import common
+from scheduler_admin.web.bars import Bar, queue_bars
 
 #: At most this many matches of a search are shown (with their ancestors).
 SEARCH_LIMIT = 200
@@ -41,12 +42,6 @@ SEARCH_MAX_LENGTH = 256
 CHILDREN_LIMIT = 200
 #: At most this many over-max queues are listed; the rest are counted.
 OVER_MAX_LIMIT = 50
-#: Without a max, a bar's scale leaves this share of headroom so it never looks "full".
-UNLIMITED_HEADROOM = 0.8
-
-WITHIN = "within"  # at or below the guarantee (and the max)
-ABOVE = "above"  # above the guarantee, within the max: preemptable, not a problem
-OVER = "over"  # above the max: quota enforcement's business
 
 
 def saved_config(partition: Partition) -> PartitionConfig:
@@ -76,99 +71,6 @@ class MoreRow:
     def search_url(self) -> str:
         query = urlencode({"partition": self.partition, "q": self.parent + "."})
         return f"{reverse('dashboard')}?{query}"
-
-
-@dataclass(frozen=True)
-class Bar:
-    """One resource of one queue, drawn as usage against guarantee and max.
-
-    Percentages are of the bar's scale: the max (or the usage, when it is over the max); without
-    a max, the larger of usage and guarantee plus some headroom. ``level`` picks the colour.
-    """
-
-    resource: str
-    used: int
-    guaranteed: int | None
-    limit: int | None
-    level: str
-    used_pct: float
-    guarantee_pct: float | None
-    limit_pct: float | None
-
-    @property
-    def used_text(self) -> str:
-        return common.human_quantity(self.used, self.resource)
-
-    @property
-    def guaranteed_text(self) -> str:
-        return (
-            "" if self.guaranteed is None else common.human_quantity(self.guaranteed, self.resource)
-        )
-
-    @property
-    def limit_text(self) -> str:
-        return "" if self.limit is None else common.human_quantity(self.limit, self.resource)
-
-    @property
-    def title(self) -> str:
-        """Exact quantities, for the tooltip (the bar's own numbers are rounded)."""
-
-        def exact(value: int | None, missing: str) -> str:
-            return (
-                missing
-                if value is None
-                else resources.format_quantity(value, resource=self.resource)
-            )
-
-        return (
-            f"{self.resource}: used {exact(self.used, '0')}, "
-            f"guaranteed {exact(self.guaranteed, 'none')}, max {exact(self.limit, 'unlimited')}"
-        )
-
-    @property
-    def drawn(self) -> bool:
-        """False when there is neither a guarantee nor a max: nothing to measure usage against."""
-        return self.guaranteed is not None or self.limit is not None
-
-
-def make_bars(used: dict[str, int], guaranteed: dict[str, int], limit: dict[str, int]) -> list[Bar]:
-    """A bar for every resource the queue uses, guarantees or limits, sorted by name.
-
-    Colour (SPEC 3.1): a type missing from the guarantee is guaranteed 0, so any usage of it is
-    above guarantee. With neither a guarantee nor a max (root, always) nothing is drawn.
-    """
-    bars = []
-    for name in sorted(set(used) | set(guaranteed) | set(limit)):
-        value = used.get(name, 0)
-        promised = guaranteed.get(name)
-        cap = limit.get(name)
-        if cap is not None and value > cap:
-            level = OVER
-        elif value > (promised or 0):
-            level = ABOVE
-        else:
-            level = WITHIN
-        if cap is not None:
-            scale = max(cap, value)
-        else:
-            scale = math.ceil(max(value, promised or 0) / UNLIMITED_HEADROOM)
-        bars.append(
-            Bar(
-                resource=name,
-                used=value,
-                guaranteed=promised,
-                limit=cap,
-                level=level,
-                used_pct=_pct(value, scale),
-                guarantee_pct=None if promised is None else _pct(promised, scale),
-                limit_pct=None if cap is None else _pct(cap, scale),
-            )
-        )
-    return bars
-
-
-def _pct(value: int, scale: int) -> float:
-    return round(100 * value / scale, 1) if scale > 0 else 0.0
 
 
 @dataclass(frozen=True)
@@ -302,7 +204,7 @@ class QueueTree:
             expanded=expanded,
             loaded=loaded,
             match=match,
-            bars=make_bars(used, dict(queue.guaranteed), dict(queue.max)),
+            bars=queue_bars(self.hierarchy, path, used),
             over_max=bool(resources.over(used, queue.max)),
             policy=str(self.hierarchy.effective_policy(path).value),
             quota_delay=int(self.hierarchy.effective_quota_delay(path).value),  # type: ignore[call-overload]

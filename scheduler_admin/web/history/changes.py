@@ -13,6 +13,7 @@ from typing import Any
 
 from preemption import resources
 from preemption.config import FieldChange, PartitionConfig, QueueConfig, diff_configs
+from preemption.durations import format_duration
 from scheduler_admin.queues.models import ConfigRevision
 
 _RESOURCE_FIELDS = ("guaranteed", "max")
@@ -20,9 +21,15 @@ _RESOURCE_FIELDS = ("guaranteed", "max")
 
 @dataclass(frozen=True)
 class FieldRow:
+    """One changed field: old and new as exact text; for a resource field also the resource
+    and the canonical values, which pages show humanised (``|quantity``)."""
+
     field: str
     old: str
     new: str
+    resource: str = ""
+    old_value: int | None = None
+    new_value: int | None = None
 
 
 @dataclass(frozen=True)
@@ -75,16 +82,13 @@ def group(changes: list[FieldChange], old: PartitionConfig, new: PartitionConfig
     old_queues, new_queues = old.queues_by_path(), new.queues_by_path()
     for change in changes:
         if change.queue is None:
-            grouped.settings.append(FieldRow(change.field, show(change.old), show(change.new)))
+            grouped.settings.append(_field_row(change))
         elif change.field == "queue" and change.old is None:
             grouped.added.append(_summary(new_queues[change.queue]))
         elif change.field == "queue":
             grouped.removed.append(_summary(old_queues[change.queue]))
         else:
-            grouped.queues.setdefault(change.queue, []).append(
-                FieldRow(change.field, _show_field(change.field, change.old),
-                         _show_field(change.field, change.new))
-            )  # fmt: skip
+            grouped.queues.setdefault(change.queue, []).append(_field_row(change))
     return grouped
 
 
@@ -92,11 +96,30 @@ def _summary(queue: QueueConfig) -> QueueSummary:
     return QueueSummary(queue.path, dict(queue.guaranteed), dict(queue.max), dict(queue.properties))
 
 
-def _show_field(name: str, value: Any) -> str:
-    """Resource values in their exact quantity form ("400Gi", "1500m"), the rest as written."""
+def _field_row(change: FieldChange) -> FieldRow:
+    kind, _, resource = change.field.partition(".")
+    row = FieldRow(change.field, show_field(change.field, change.old),
+                   show_field(change.field, change.new))  # fmt: skip
+    if kind in _RESOURCE_FIELDS and resource:
+        return replace(row, resource=resource, old_value=_int_or_none(change.old),
+                       new_value=_int_or_none(change.new))  # fmt: skip
+    return row
+
+
+def _int_or_none(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def show_field(name: str, value: Any) -> str:
+    """A field's value as text: resource values in their exact quantity form ("400Gi",
+    "1500m"), the partition's delays (whole seconds) as durations ("1m30s"), the rest by
+    ``show``."""
     kind, _, resource = name.partition(".")
-    if kind in _RESOURCE_FIELDS and isinstance(value, int) and not isinstance(value, bool):
-        return resources.format_quantity(value, resource=resource)
+    number = _int_or_none(value)
+    if kind in _RESOURCE_FIELDS and number is not None:
+        return resources.format_quantity(number, resource=resource)
+    if name.endswith("_delay") and number is not None and number >= 0:
+        return format_duration(number)
     return show(value)
 
 

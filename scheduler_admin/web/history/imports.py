@@ -20,6 +20,7 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_http_methods
 
 from preemption.config import PartitionConfig
@@ -31,7 +32,7 @@ from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.yaml_io import error_lines, parse_queues_yaml
-from scheduler_admin.web.common import require_role
+from scheduler_admin.web.common import require_role, revision_link
 from scheduler_admin.web.history.changes import Changes, compare
 from scheduler_admin.web.queue_pages.plans import PlanView, plan_view
 
@@ -204,10 +205,9 @@ def history_import(request: HttpRequest) -> HttpResponse:
         if result.revision is None:
             messages.info(request, f"Partition {result.partition.name}: unchanged.")
         else:
-            messages.success(
-                request,
-                f"Partition {result.partition.name}: saved as revision {result.revision.number}.",
-            )
+            name = result.partition.name
+            saved = revision_link(name, result.revision.number)
+            messages.success(request, format_html("Partition {}: saved as {}.", name, saved))
     first = results[0].partition.name if results else ""
     return HttpResponseRedirect(reverse("history") + (f"?partition={first}" if first else ""))
 

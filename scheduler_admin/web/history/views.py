@@ -13,6 +13,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods
 
 from preemption.hierarchy import ConfigErrors
@@ -20,8 +21,13 @@ from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin.accounts.roles import ADMIN
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition
-from scheduler_admin.web.common import partition_or_404, require_role, selected_partition
-from scheduler_admin.web.history.changes import against_previous, compare
+from scheduler_admin.web.common import (
+    partition_or_404,
+    require_role,
+    revision_link,
+    selected_partition,
+)
+from scheduler_admin.web.history.changes import against_previous, compare, show_field
 from scheduler_admin.web.history.forms import CompareForm, RevertForm
 
 PAGE_SIZE = 25
@@ -82,7 +88,11 @@ def history_revision(request: HttpRequest, partition: str, number: int) -> HttpR
             "revision": revision,
             "base": base,
             "changes": changes,
-            "settings": config.settings.to_json(),
+            "settings": [
+                (key, show_field(key, value))
+                for key, value in config.settings.to_json().items()
+                if key not in ("name", "extra")
+            ],
             "queues": config.queues,
             "is_current": revision.partition.revisions.order_by("-number").first() == revision,
         },
@@ -137,10 +147,15 @@ def _reverted(
         messages.info(request, f"Nothing to revert: the configuration already equals revision "
                                f"{revision.number}.")  # fmt: skip
     else:
+        name = revision.partition.name
         messages.success(
             request,
-            f"Reverted partition {revision.partition.name} to revision {revision.number} "
-            f"as revision {result.revision.number}.",
+            format_html(
+                "Reverted partition {} to {} as {}.",
+                name,
+                revision_link(name, revision.number),
+                revision_link(name, result.revision.number),
+            ),
         )
     return HttpResponseRedirect(
         reverse("history") + "?" + urlencode({"partition": revision.partition.name})

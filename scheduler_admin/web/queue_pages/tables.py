@@ -17,10 +17,8 @@ from django.db.models import F, OrderBy, Q, QuerySet
 from django.db.models.fields.json import KeyTransform
 from django.http import QueryDict
 
-from preemption import resources
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.queues.models import Partition
-from scheduler_admin.web.common import human_quantity
 
 PER_PAGE = 50
 
@@ -142,17 +140,11 @@ def sorted_page(
         pages["previous"] = url(page=str(page.previous_page_number()))
     if page.has_next():
         pages["next"] = url(page=str(page.next_page_number()))
+    # Each resource cell is (canonical value or None, resource name), for ``|quantity``.
     rows = [
-        (item, [_cell(item.resources.get(name), name) for name in resource_names])
+        (item, [(item.resources.get(name), name) for name in resource_names])
         for item in page.object_list
     ]
     return {
         "page": page, "rows": rows, "columns": columns, "sort": sort, "dir": direction, **pages
     }  # fmt: skip
-
-
-def _cell(value: int | None, name: str) -> tuple[str, str] | None:
-    """(short, exact) reading of one resource of a row; None when the row does not use it."""
-    if value is None:
-        return None
-    return human_quantity(value, name), resources.format_quantity(value, resource=name)

@@ -19,6 +19,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.html import format_html
 
 from preemption import resources
 from preemption.config import PartitionConfig, QueueConfig
@@ -29,9 +30,14 @@ from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
-from scheduler_admin.web.common import partition_or_404, post_requires_role, queue_url
+from scheduler_admin.web.bars import queue_bars
+from scheduler_admin.web.common import (
+    partition_or_404,
+    post_requires_role,
+    queue_url,
+    revision_link,
+)
 from scheduler_admin.web.queue_pages import effective, tables
-from scheduler_admin.web.queue_pages.effective import exact_quantity
 from scheduler_admin.web.queue_pages.forms import PREVIEW, SAVE, QueueEdit
 from scheduler_admin.web.queue_pages.history import describe_queue_changes, queue_history
 from scheduler_admin.web.queue_pages.plans import plan_view
@@ -111,10 +117,12 @@ def _save(
     if result.revision is None:
         messages.info(request, "Nothing to save: the values are the ones already saved.")
     else:
-        message = f"Saved {path} as revision {result.revision.number}."
+        saved = revision_link(partition.name, result.revision.number)
+        message = format_html("Saved {} as {}.", path, saved)
         timer = _pending_timer(partition, path)
         if timer is not None and timer.revision_number == result.revision.number:
-            message += f" A quota timer started: due at {timer.due_at:%Y-%m-%d %H:%M:%S} UTC."
+            due = f"{timer.due_at:%Y-%m-%d %H:%M:%S}"
+            message = format_html("{} A quota timer started: due at {} UTC.", message, due)
         messages.success(request, message)
     # An explicit fragment: the browser would otherwise keep the form's "#change" and scroll
     # past the message saying what was saved.
@@ -174,9 +182,9 @@ def _page(
     pending: dict[str, int] = {}
     for amounts in asks.values_list("resources", flat=True).iterator(chunk_size=5000):
         pending = resources.add(pending, amounts)
-    limit = hierarchy.effective_max(path)
-    chart = effective.chart_rows(usage, queue.guaranteed, limit, pending)
-    names = [item.resource for item in chart]
+    # A type only asked for gets a row too (zero usage), as the tables get a column for it.
+    bars = queue_bars(hierarchy, path, {**dict.fromkeys(pending, 0), **usage})
+    names = [bar.resource for bar in bars]
     timer = _pending_timer(partition, path)
     return {
         "partition": partition,
@@ -186,19 +194,14 @@ def _page(
         "ancestors": list(reversed(list(hierarchy.ancestors(path)))),
         "children": hierarchy.children(path),
         "settings": effective.setting_rows(hierarchy, path, partition.quota_preemption_enabled),
-        "chart": chart,
-        "geometry": effective.chart_geometry(chart),
+        "bars": bars,
         "numbers": [
             {
-                "resource": item.resource,
-                "usage": exact_quantity(usage.get(item.resource), item.resource),
-                "pending": exact_quantity(pending.get(item.resource), item.resource),
-                "guaranteed": exact_quantity(queue.guaranteed.get(item.resource), item.resource),
-                "max": exact_quantity(queue.max.get(item.resource), item.resource),
-                "effective_max": exact_quantity(limit.get(item.resource), item.resource),
-                "over_max": item.state == "over_max",
+                "bar": bar,
+                "pending": pending.get(bar.resource, 0),
+                "own_max": queue.max.get(bar.resource),
             }
-            for item in chart
+            for bar in bars
         ],
         "tasks": tables.sorted_page(
             tables.task_queryset(partition, path),

@@ -1,14 +1,28 @@
-"""Template helpers of the console: ``{% load console %}``."""
+"""Template helpers of the console: ``{% load console %}``.
+
+Every page shows values through these filters, so a quantity, a duration or a yes/no reads the
+same everywhere: quantities short (``385Gi``, vcore in cores ``12.5``) with the exact canonical
+value in the ``title`` tooltip, durations as ``1m30s``, booleans as yes/no and a missing value
+as "—" (never Python's ``True`` / ``None`` or bare seconds).
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import template
-from django.utils.html import format_html_join
+from django.urls import NoReverseMatch, reverse
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
+from preemption import resources
+from preemption.durations import format_duration
 from scheduler_admin.web import common
 
 register = template.Library()
+
+#: What a missing value reads as (a constant: nothing to escape).
+NOTHING = mark_safe('<span class="muted">—</span>')
 
 
 @register.simple_tag
@@ -18,11 +32,28 @@ def queue_url(partition: str, path: str) -> str:
 
 
 @register.filter
+def quantity(value: int | None, resource: str) -> SafeString:
+    """``{{ value|quantity:"memory" }}``: the short reading, the exact quantity on hover;
+    "—" for none."""
+    if value is None or value == "":
+        return NOTHING
+    exact = resources.format_quantity(value, resource=resource)
+    return format_html(
+        '<span class="qty" title="{}">{}</span>', exact, common.human_quantity(value, resource)
+    )
+
+
+#: The earlier name of ``quantity`` (it returned the short text alone), kept for templates that
+#: still use it.
+register.filter("human_quantity", quantity)
+
+
+@register.filter
 def human_resources(amounts: dict[str, int] | None) -> SafeString:
-    """Resource set as short readings, each with its exact quantity as a tooltip;
+    """A resource set as ``name short`` readings, each with its exact quantity on hover;
     "—" when empty."""
     if not amounts:
-        return mark_safe('<span class="muted">—</span>')  # a constant: nothing to escape
+        return NOTHING
     return format_html_join(
         " ",
         '<span class="res" title="{} {}">{} {}</span>',
@@ -31,5 +62,29 @@ def human_resources(amounts: dict[str, int] | None) -> SafeString:
 
 
 @register.filter
-def human_quantity(value: int, resource: str) -> str:
-    return common.human_quantity(value, resource)
+def duration(seconds: int | None) -> str:
+    """``{{ timer.delay_seconds|duration }}``: whole seconds as ``1m30s``; "—" for none."""
+    if seconds is None or seconds == "":
+        return NOTHING
+    return format_duration(int(seconds))
+
+
+@register.filter
+def plain(value: Any) -> str:
+    """Any value as words (``common.display_value``): yes/no, "—", lists joined."""
+    if value is None or value == "":
+        return NOTHING
+    return common.display_value(value)
+
+
+@register.simple_tag
+def revision_url(partition: str, number: object) -> str:
+    """``{% revision_url partition number %}``: the revision's page, or "" when ``number`` is
+    not a revision number (an audit event's object id is text)."""
+    text = str(number)
+    if not partition or not text.isascii() or not text.isdigit():
+        return ""
+    try:
+        return reverse("history-revision", kwargs={"partition": partition, "number": int(text)})
+    except NoReverseMatch:  # a partition name no URL can hold (e.g. with "/")
+        return ""
