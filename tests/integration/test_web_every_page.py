@@ -22,7 +22,7 @@ from django.test import Client
 
 from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement import runs
-from scheduler_admin.enforcement.models import PreemptionRun
+from scheduler_admin.enforcement.models import PreemptionRun, QuotaTimer
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.web.common import queue_url
@@ -111,6 +111,11 @@ def console_pages(run: PreemptionRun) -> list[str]:
         f"/simulator/?{simulation}",
         "/fences/",
         "/fences/?partition=default&queue=root.prod.web",
+        "/users/",
+        *[
+            f"/timers/{pk}/cancel/"
+            for pk in QuotaTimer.objects.filter(status="pending").values_list("pk", flat=True)
+        ],
     ]
 
 
