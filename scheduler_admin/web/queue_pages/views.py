@@ -19,14 +19,13 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 
-from preemption import resources
 from preemption.config import PartitionConfig, QueueConfig
 from preemption.hierarchy import ConfigErrors, Hierarchy, validate_config
 from scheduler_admin import limits
 from scheduler_admin.accounts.roles import OPERATOR, has_role
 from scheduler_admin.api.params import whole_number
-from scheduler_admin.cluster.adapters import queue_usage
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
@@ -34,21 +33,12 @@ from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.web.common import partition_or_404, post_requires_role, queue_url
 from scheduler_admin.web.queue_pages import effective, tables
-from scheduler_admin.web.queue_pages.effective import exact_quantity
 from scheduler_admin.web.queue_pages.forms import PREVIEW, SAVE, QueueEdit
 from scheduler_admin.web.queue_pages.history import describe_queue_changes, queue_history
 from scheduler_admin.web.queue_pages.plans import plan_view
+from scheduler_admin.web.queue_pages.status import pending_timer, timer_status, usage_status
 
 CANCEL_TIMER = "cancel_timer"
-
-TASK_LABELS = {
-    "id": "Task", "app": "Application", "queue": "Queue", "node": "Node",
-    "priority": "Priority", "created": "Started", "state": "State",
-}  # fmt: skip
-ASK_LABELS = {
-    "id": "Ask", "app": "Application", "queue": "Queue", "priority": "Priority",
-    "created": "Waiting since", "state": "State",
-}  # fmt: skip
 
 
 @post_requires_role(OPERATOR)
@@ -120,7 +110,7 @@ def _save(
         messages.info(request, "Nothing to save: the values are the ones already saved.")
     else:
         message = f"Saved {path} as revision {result.revision.number}."
-        timer = _pending_timer(partition, path)
+        timer = pending_timer(partition, path)
         if timer is not None and timer.revision_number == result.revision.number:
             message += f" A quota timer started: due at {timer.due_at:%Y-%m-%d %H:%M:%S} UTC."
         messages.success(request, message)
@@ -188,27 +178,15 @@ def _cancel_timer(request: HttpRequest, partition: Partition, path: str) -> Http
     return redirect(queue_url(partition.name, path))
 
 
-def _pending_timer(partition: Partition, path: str) -> QuotaTimer | None:
-    return QuotaTimer.objects.filter(
-        partition=partition, queue_path=path, status=TimerStatus.PENDING
-    ).first()
-
-
 def _page(
     request: HttpRequest, partition: Partition, config: PartitionConfig, queue: QueueConfig
 ) -> dict[str, Any]:
     """Everything the page shows besides the form."""
     path = queue.path
+    now = timezone.now()
     hierarchy = Hierarchy(config)
-    usage = queue_usage(partition, config).get(path, {})
-    asks = tables.ask_queryset(partition, path)
-    pending: dict[str, int] = {}
-    for amounts in asks.values_list("resources", flat=True).iterator(chunk_size=5000):
-        pending = resources.add(pending, amounts)
-    limit = hierarchy.effective_max(path)
-    chart = effective.chart_rows(usage, queue.guaranteed, limit, pending)
-    names = [item.resource for item in chart]
-    timer = _pending_timer(partition, path)
+    usage = usage_status(partition, hierarchy, queue)
+    names = [item.resource for item in usage["chart"]]
     return {
         "partition": partition,
         "queue": queue,
@@ -217,39 +195,10 @@ def _page(
         "ancestors": list(reversed(list(hierarchy.ancestors(path)))),
         "children": hierarchy.children(path),
         "settings": effective.setting_rows(hierarchy, path, partition.quota_preemption_enabled),
-        "chart": chart,
-        "geometry": effective.chart_geometry(chart),
-        "numbers": [
-            {
-                "resource": item.resource,
-                "usage": exact_quantity(usage.get(item.resource), item.resource),
-                "pending": exact_quantity(pending.get(item.resource), item.resource),
-                "guaranteed": exact_quantity(queue.guaranteed.get(item.resource), item.resource),
-                "max": exact_quantity(queue.max.get(item.resource), item.resource),
-                "effective_max": exact_quantity(limit.get(item.resource), item.resource),
-                "over_max": item.state == "over_max",
-            }
-            for item in chart
-        ],
-        "tasks": tables.sorted_page(
-            tables.task_queryset(partition, path),
-            request.GET,
-            prefix="",
-            sorts=tables.TASK_SORTS,
-            anchor="tasks-heading",
-            labels=TASK_LABELS,
-            resource_names=names,
-        ),
-        "asks": tables.sorted_page(
-            asks,
-            request.GET,
-            prefix="ask_",
-            sorts=tables.ASK_SORTS,
-            anchor="asks-heading",
-            labels=ASK_LABELS,
-            resource_names=names,
-        ),
-        "timer": timer,
+        **usage,
+        **timer_status(partition, path, now),
+        "now": now,
+        **tables.task_tables(partition, path, request.GET, names),
         "history": queue_history(partition, path),
         "history_url": reverse("history") + "?" + urlencode({"partition": partition.name}),
         "simulator_url": reverse("simulator")
