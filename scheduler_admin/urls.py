@@ -17,5 +17,6 @@ urlpatterns = [
 ]
 
 handler400 = "scheduler_admin.api.errors.api_bad_request"
+handler403 = "scheduler_admin.api.errors.api_forbidden"
 handler404 = "scheduler_admin.api.errors.api_not_found"
 handler500 = "scheduler_admin.api.errors.api_server_error"

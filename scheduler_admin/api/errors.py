@@ -121,18 +121,29 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, list[str]]:
 
 
 def api_not_found(request, exception=None):
-    """A URL that matches no route: JSON for ``/api/`` clients, Django's page elsewhere."""
-    from django.views.defaults import page_not_found
+    """A URL that matches no route: JSON for ``/api/`` clients, the console's page elsewhere."""
+    from scheduler_admin.web.errors import not_found
 
     if request.path.startswith("/api/"):
         return JsonResponse(error_body("No such endpoint.", "not_found"), status=404)
-    return page_not_found(request, exception)
+    return not_found(request, exception)
+
+
+def api_forbidden(request, exception=None):
+    """A ``PermissionDenied`` outside DRF's views (which answer their own): JSON with the reason
+    for ``/api/`` clients, the console's page elsewhere."""
+    from scheduler_admin.web.errors import forbidden, reason_of
+
+    if request.path.startswith("/api/"):
+        detail = reason_of(exception) or "You do not have permission to perform this action."
+        return JsonResponse(error_body(detail, "permission_denied"), status=403)
+    return forbidden(request, exception)
 
 
 def api_bad_request(request, exception=None):
     """A request Django refused before any view ran (``SuspiciousOperation``, ``BadRequest``):
-    the JSON error body for ``/api/`` clients, Django's page elsewhere."""
-    from django.views.defaults import bad_request
+    the JSON error body for ``/api/`` clients, the console's page elsewhere."""
+    from scheduler_admin.web.errors import bad_request
 
     if request.path.startswith("/api/"):
         if isinstance(exception, RequestDataTooBig):
@@ -146,7 +157,8 @@ def api_bad_request(request, exception=None):
 
 
 def api_server_error(request):
-    """An unexpected failure: the same JSON body for API clients (never an HTML page)."""
+    """An unexpected failure: the same JSON body for API clients (never an HTML page); the
+    console's ``500.html`` elsewhere, without details."""
     from django.views.defaults import server_error
 
     if request.path.startswith("/api/"):

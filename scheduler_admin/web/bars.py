@@ -51,6 +51,17 @@ class Bar:
         """False when there is neither a guarantee nor a max: nothing to measure usage against."""
         return self.guaranteed is not None or self.limit is not None
 
+    def state(self) -> dict[str, object]:
+        """The bar's exact numbers, as the live updates report them."""
+        return {
+            "resource": self.resource,
+            "used": self.used,
+            "guaranteed": self.guaranteed,
+            "max": self.limit,
+            "max_from": self.limit_from,
+            "level": self.level,
+        }
+
     @property
     def title(self) -> str:
         """The bar graphic's tooltip, exact: the numbers next to it are rounded."""

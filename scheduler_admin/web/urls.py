@@ -14,4 +14,5 @@ urlpatterns = [
     path("", include("scheduler_admin.web.simulator.urls")),
     path("", include("scheduler_admin.web.timers.urls")),
     path("", include("scheduler_admin.web.users.urls")),
+    path("", include("scheduler_admin.web.live.urls")),
 ]

@@ -1,16 +1,14 @@
 /* Dashboard enhancements (plain JS, no framework):
    - the queue tree as a WAI-ARIA treegrid: one tab stop, arrow keys move, Right/Left expand and
      collapse, Enter follows the queue link; children are fetched once from the fragment endpoint;
-   - live countdowns of quota timers, ticking each second from the server-rendered ISO due time.
-   Without JavaScript the page still works: expanders are links that reload with ?open=, and
-   countdowns keep the text the server rendered. */
+   - live updates of the tree's rows (live.js polls; this script says which queues are open and
+     patches their rows' cells in place, leaving expansion and focus alone).
+   Countdowns tick in live.js. Without JavaScript the page still works: expanders are links that
+   reload with ?open=, and a reload shows the current state. */
 (function () {
   "use strict";
 
-  var script = document.currentScript;
-  var serverNow = script ? Date.parse(script.getAttribute("data-server-now") || "") : NaN;
-  // The client's clock may be off; count from the server's "now" at render time.
-  var skew = isNaN(serverNow) ? 0 : serverNow - Date.now();
+  var live = window.consoleLive;
 
   function level(row) {
     return parseInt(row.getAttribute("aria-level"), 10) || 1;
@@ -81,6 +79,9 @@
     if (row.getAttribute("data-loaded") === "true") {
       setToggle(row, true);
       reveal(row);
+      if (live) {
+        live.refresh(); // its rows were not followed while it was closed
+      }
       return Promise.resolve();
     }
     row.setAttribute("aria-busy", "true");
@@ -240,37 +241,69 @@
             node.querySelectorAll("a").forEach(function (link) {
               link.setAttribute("tabindex", "-1");
             });
-            node.querySelectorAll(".countdown[data-due-at]").forEach(function (el) {
-              tick(el);
-            });
           }
         });
       });
     }).observe(tbody, { childList: true });
   }
 
-  function formatDuration(seconds) {
-    var hours = Math.floor(seconds / 3600);
-    var minutes = Math.floor((seconds % 3600) / 60);
-    var secs = seconds % 60;
-    return (hours ? hours + "h" : "") + (minutes ? minutes + "m" : "") + (secs ? secs + "s" : "");
-  }
-
-  /* Same words as the server (tree.Timer.text): "due in 1m30s", then "due now". */
-  function tick(el) {
-    var due = Date.parse(el.getAttribute("data-due-at"));
-    if (isNaN(due)) {
-      return;
+  /* Queues whose children the page shows (open and not inside a closed branch): the live
+     document carries their children's rows. */
+  function openQueues(table) {
+    var pairs = [];
+    table.querySelectorAll("tbody tr[aria-expanded='true']").forEach(function (row) {
+      if (!row.hidden) {
+        pairs.push(["open", row.getAttribute("data-path")]);
+      }
+    });
+    var query = new URLSearchParams(window.location.search).get("q");
+    if (query) {
+      pairs.push(["q", query]);
     }
-    var seconds = Math.ceil((due - (Date.now() + skew)) / 1000);
-    el.textContent = seconds > 0 ? "due in " + formatDuration(seconds) : "due now";
+    return pairs;
   }
 
-  function tickAll() {
-    document.querySelectorAll(".countdown[data-due-at]").forEach(tick);
+  /* Put the new cells of each row in place. The row header (expander, link, focus, tabindex)
+     stays as it is: only the data cells and the row's over-max mark change. */
+  function patchRows(table, html) {
+    var holder = document.createElement("tbody");
+    holder.innerHTML = html;
+    var rows = {};
+    table.tBodies[0].querySelectorAll("tr[data-path]").forEach(function (row) {
+      rows[row.getAttribute("data-path")] = row;
+    });
+    holder.querySelectorAll("tr[data-path]").forEach(function (fresh) {
+      var row = rows[fresh.getAttribute("data-path")];
+      if (!row) {
+        return;
+      }
+      row.classList.toggle("is-over", fresh.classList.contains("is-over"));
+      var cells = row.querySelectorAll(":scope > td");
+      var freshCells = fresh.querySelectorAll(":scope > td");
+      if (cells.length !== freshCells.length) {
+        return;
+      }
+      cells.forEach(function (cell, index) {
+        if (cell.innerHTML !== freshCells[index].innerHTML) {
+          cell.innerHTML = freshCells[index].innerHTML;
+          cell.querySelectorAll("a").forEach(function (link) {
+            link.setAttribute("tabindex", "-1");
+          });
+        }
+      });
+    });
   }
 
+  var tree = document.querySelector("table[role='treegrid']");
+  if (tree && live) {
+    live.params(function () {
+      return openQueues(tree);
+    });
+    live.onUpdate(function (data) {
+      if (data.html && data.html.rows !== undefined) {
+        patchRows(tree, data.html.rows);
+      }
+    });
+  }
   document.querySelectorAll("table[role='treegrid']").forEach(initTree);
-  tickAll();
-  window.setInterval(tickAll, 1000);
 })();

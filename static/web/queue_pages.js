@@ -1,6 +1,6 @@
 // Queue page, progressive enhancement only: the page works without it.
 // 1. "Add a row" buttons clone the formset's last (empty) row and bump TOTAL_FORMS.
-// 2. The pending timer's countdown ticks every second.
+// 2. Live updates (live.js) of the task and ask lists keep the page's sort order and page.
 (function () {
   "use strict";
 
@@ -42,20 +42,9 @@
     input.setAttribute("aria-describedby", error.id);
   });
 
-  function format(seconds) {
-    if (seconds <= 0) return "now";
-    var h = Math.floor(seconds / 3600), m = Math.floor((seconds % 3600) / 60), s = seconds % 60;
-    return "in " + (h ? h + "h" : "") + (m ? m + "m" : "") + (s || (!h && !m) ? s + "s" : "");
-  }
-  var countdowns = document.querySelectorAll(".countdown[data-due]");
-  if (countdowns.length) {
-    var tick = function () {
-      countdowns.forEach(function (el) {
-        var due = Date.parse(el.dataset.due);
-        if (!isNaN(due)) el.textContent = format(Math.ceil((due - Date.now()) / 1000));
-      });
-    };
-    tick();
-    setInterval(tick, 1000);
+  if (window.consoleLive) {
+    window.consoleLive.params(function () {
+      return [["page_query", window.location.search.slice(1)]];
+    });
   }
 })();

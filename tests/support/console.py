@@ -12,7 +12,9 @@ from django.core.management import call_command
 from django.test import Client
 
 from scheduler_admin.cluster.services import ingest_cluster_state
-from scheduler_admin.queues.models import Partition
+from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
+from scheduler_admin.queues import services
+from scheduler_admin.queues.models import Partition, Queue
 
 DEMO_CONFIG = "demo/queues.yaml"
 NIGHTLY = "root.batch.nightly"
@@ -52,3 +54,15 @@ def nightly_tasks(partition: Partition, priorities: Sequence[int] = (10, 5, 1, 1
         },
         actor=None,
     )  # fmt: skip
+
+
+def lower_nightly_max(memory_gi: int = 250) -> QuotaTimer:
+    """An admin lowers nightly's memory max (the service, no actor); returns the quota timer
+    that starts. With ``nightly_tasks`` (400Gi) the default 250Gi leaves nightly over max, and
+    the quota order takes t3 and t2."""
+    nightly = Queue.objects.get(partition__name="default", path=NIGHTLY)
+    services.update_queue(
+        "default", NIGHTLY, version=nightly.version, actor=None, comment="quarter-end freeze",
+        max={"memory": memory_gi * 1024**3},
+    )  # fmt: skip
+    return QuotaTimer.objects.get(queue_path=NIGHTLY, status=TimerStatus.PENDING)

@@ -18,8 +18,9 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
+from django.db.models import Q
 from django.urls import reverse
 from django.utils.http import urlencode
 
@@ -28,7 +29,13 @@ from preemption.config import ROOT, PartitionConfig
 from preemption.durations import format_duration
 from preemption.hierarchy import Hierarchy
 from scheduler_admin.cluster.usage import leaf_usage, resource_names
-from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
+from scheduler_admin.enforcement.models import (
+    ACTIVE_RUN_STATUSES,
+    PreemptionRun,
+    QuotaTimer,
+    RunStatus,
+    TimerStatus,
+)
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web import common
 from scheduler_admin.web.bars import Bar, queue_bars
@@ -42,6 +49,9 @@ SEARCH_MAX_LENGTH = 256
 CHILDREN_LIMIT = 200
 #: At most this many over-max queues are listed; the rest are counted.
 OVER_MAX_LIMIT = 50
+#: A queue's run stays next to it this long after it ended (its victims may still be evicting,
+#: so the queue can still read "over max": the run says why nothing is counting down).
+RUN_SHOWN_FOR = timedelta(minutes=10)
 
 
 def saved_config(partition: Partition) -> PartitionConfig:
@@ -91,6 +101,62 @@ class Timer:
     def text(self) -> str:
         return "due now" if self.due_in == "now" else f"due in {self.due_in}"
 
+    @classmethod
+    def of(cls, row: QuotaTimer, now: datetime) -> Timer:
+        return cls(
+            id=row.pk,
+            due_at=row.due_at,
+            deferred=row.deferred_since is not None,
+            due_in=due_in(row.due_at, now),
+        )
+
+    def state(self) -> dict[str, object]:
+        """What the live updates compare (no countdown text: it changes every second)."""
+        return {"id": self.id, "due_at": self.due_at_iso, "deferred": self.deferred}
+
+
+@dataclass(frozen=True)
+class RunLink:
+    """A queue's current or just-ended run, shown where its timer was: "Run 12 running"."""
+
+    id: int
+    status: str
+    outcome: str
+
+    @property
+    def url(self) -> str:
+        return reverse("run-detail", kwargs={"pk": self.id})
+
+    @property
+    def text(self) -> str:
+        if self.status == RunStatus.PENDING:
+            return "started, waiting for a worker"
+        if self.status == RunStatus.FINISHED and self.outcome:
+            return f"finished: {self.outcome.replace('_', ' ')}"
+        return str(self.status)
+
+    def state(self) -> dict[str, object]:
+        return {"id": self.id, "status": self.status, "outcome": self.outcome, "url": self.url}
+
+
+def queue_runs(partition: Partition, now: datetime, under: str | None = None) -> dict[str, RunLink]:
+    """Per queue, its newest run that is active or ended less than ``RUN_SHOWN_FOR`` ago.
+
+    One query; the runs of that window are few (one active run per queue at most)."""
+    runs = PreemptionRun.objects.filter(partition=partition).filter(
+        Q(status__in=ACTIVE_RUN_STATUSES)
+        | Q(created_at__gte=now - RUN_SHOWN_FOR)
+        | Q(finished_at__gte=now - RUN_SHOWN_FOR)
+    )
+    if under is not None:
+        runs = runs.filter(Q(queue_path=under) | Q(queue_path__startswith=under + "."))
+    found: dict[str, RunLink] = {}
+    for pk, path, status, outcome in runs.order_by("-created_at", "-id").values_list(
+        "pk", "queue_path", "status", "outcome"
+    ):
+        found.setdefault(path, RunLink(id=pk, status=status, outcome=outcome))
+    return found
+
 
 def due_in(due_at: datetime, now: datetime) -> str:
     """Countdown text ("45s", "1m30s"); "now" once due (deferred or waiting for the sweep)."""
@@ -115,10 +181,21 @@ class Row:
     policy: str
     quota_delay: int
     timer: Timer | None
+    run: RunLink | None
 
     @property
     def is_leaf(self) -> bool:
         return self.child_count == 0
+
+    def state(self) -> dict[str, object]:
+        """What the live updates report and compare for this row: the numbers of its bars,
+        whether it is over max, its timer and its run."""
+        return {
+            "over_max": self.over_max,
+            "bars": [bar.state() for bar in self.bars],
+            "timer": self.timer.state() if self.timer else None,
+            "run": self.run.state() if self.run else None,
+        }
 
     @property
     def quota_delay_text(self) -> str:
@@ -159,6 +236,7 @@ class OverMax:
     limit: dict[str, int]
     excess: dict[str, int]
     timer: Timer | None
+    run: RunLink | None
 
 
 class QueueTree:
@@ -177,15 +255,8 @@ class QueueTree:
         timers = QuotaTimer.objects.filter(partition=partition, status=TimerStatus.PENDING)
         if under is not None:
             timers = timers.filter(queue_path__startswith=under)
-        self.timers = {
-            row.queue_path: Timer(
-                id=row.pk,
-                due_at=row.due_at,
-                deferred=row.deferred_since is not None,
-                due_in=due_in(row.due_at, now),
-            )
-            for row in timers
-        }
+        self.timers = {row.queue_path: Timer.of(row, now) for row in timers}
+        self.runs = queue_runs(partition, now, under)
 
     def has(self, path: str) -> bool:
         return path in self.hierarchy.queues
@@ -209,6 +280,7 @@ class QueueTree:
             policy=str(self.hierarchy.effective_policy(path).value),
             quota_delay=int(self.hierarchy.effective_quota_delay(path).value),  # type: ignore[call-overload]
             timer=self.timers.get(path),
+            run=self.runs.get(path),
         )
 
     def children_rows(self, path: str) -> list[Row | MoreRow]:
@@ -258,6 +330,20 @@ class QueueTree:
                 stack.extend(reversed(children))
         return rows
 
+    def live_rows(self, opened: Iterable[str], query: str = "") -> list[Row]:
+        """The rows a reader may have in the page, for its live updates: root, the children
+        (as many as the page draws) of root and of every opened queue, and the matches of a
+        search with their ancestors. Unknown paths are skipped: the queue may have been
+        removed since."""
+        paths = dict.fromkeys([ROOT])
+        for parent in [ROOT, *opened]:
+            if self.has(parent):
+                paths.update(dict.fromkeys(self.hierarchy.children(parent)[:CHILDREN_LIMIT]))
+        if query and len(query) <= SEARCH_MAX_LENGTH:
+            for match in self.search(query)[0]:
+                paths.update(dict.fromkeys([*self.hierarchy.ancestors(match), match]))
+        return [self.row(path) for path in paths]
+
     def expanded_for(self, path: str) -> set[str]:
         """What an ``open`` link expands: the queue and every ancestor."""
         return {path, *self.hierarchy.ancestors(path)}
@@ -288,6 +374,7 @@ class QueueTree:
                         limit=dict(queue.max),
                         excess=excess,
                         timer=self.timers.get(queue.path),
+                        run=self.runs.get(queue.path),
                     )
                 )
         found.sort(

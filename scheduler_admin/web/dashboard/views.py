@@ -6,27 +6,18 @@ Views only read and render; the cancel buttons open the confirmation page of ``w
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from django.db.models import Count, Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from preemption.config import ROOT, text_problem
-from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
-from scheduler_admin.queues.models import ConfigRevision, Partition
-from scheduler_admin.system.models import WorkerHeartbeat
+from scheduler_admin.queues.models import Partition
 from scheduler_admin.web.common import partition_or_404, selected_partition
+from scheduler_admin.web.dashboard.panels import heartbeats, panels
 from scheduler_admin.web.dashboard.tree import SEARCH_MAX_LENGTH, QueueTree
-from scheduler_admin.web.explanations import ALERT_OUTCOMES, outcome_text
-
-#: A worker whose heartbeat is older than this is shown as not running.
-HEARTBEAT_STALE_AFTER = timedelta(seconds=30)
-#: Runs that ended ``short`` or ``does_not_help`` this recently are raised as alerts.
-ALERT_WINDOW = timedelta(hours=24)
-RECENT = 10
 
 
 @require_GET
@@ -42,7 +33,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     context: dict[str, object] = {
         "partitions": list(Partition.objects.order_by("name").values_list("name", flat=True)),
         "partition": partition,
-        "heartbeats": _heartbeats(now),
+        "heartbeats": heartbeats(now),
         "now": now,
     }
     if partition is not None:
@@ -75,52 +66,14 @@ def _partition_context(
     opened = request.GET.get("open", "")
     if opened and only is None and tree.has(opened):
         expanded |= tree.expanded_for(opened)
-    over_max, over_max_count = tree.over_max()
     return {
         "rows": tree.visible_rows(expanded, only=only, matches=matches),
         "query": query,
         "query_error": query_error,
         "match_count": match_count,
         "shown_matches": len(matches),
-        "over_max": over_max,
-        "over_max_count": over_max_count,
-        "alerts": _alerts(partition, now),
-        "runs": PreemptionRun.objects.filter(partition=partition).annotate(
-            victim_count=Count("victims")
-        )[:RECENT],
-        "revisions": ConfigRevision.objects.filter(partition=partition).order_by("-number")[
-            :RECENT
-        ],
+        **panels(tree),
     }
-
-
-def _alerts(partition: Partition, now: datetime) -> list[dict[str, object]]:
-    """Recent runs that left their queue over max (SPEC 4.1: the dashboard shows an alert):
-    those that fell short, and those that failed or were aborted before they finished."""
-    runs = PreemptionRun.objects.filter(
-        Q(outcome__in=ALERT_OUTCOMES) | Q(status=RunStatus.FAILED),
-        partition=partition,
-        created_at__gte=now - ALERT_WINDOW,
-    )[:RECENT]
-    return [
-        {
-            "run": run,
-            "label": "failed" if run.status == RunStatus.FAILED else run.outcome,
-            "text": run.error if run.status == RunStatus.FAILED else outcome_text(run.outcome),
-        }
-        for run in runs
-    ]
-
-
-def _heartbeats(now: datetime) -> list[dict[str, object]]:
-    return [
-        {
-            "worker": beat.worker,
-            "last_seen": beat.last_seen,
-            "alive": now - beat.last_seen < HEARTBEAT_STALE_AFTER,
-        }
-        for beat in WorkerHeartbeat.objects.all()[:RECENT]
-    ]
 
 
 @require_GET

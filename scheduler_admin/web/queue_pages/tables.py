@@ -44,6 +44,16 @@ ASK_SORTS: dict[str, str] = {
 }
 
 
+TASK_LABELS = {
+    "id": "Task", "app": "Application", "queue": "Queue", "node": "Node",
+    "priority": "Priority", "created": "Started", "state": "State",
+}  # fmt: skip
+ASK_LABELS = {
+    "id": "Ask", "app": "Application", "queue": "Queue", "priority": "Priority",
+    "created": "Waiting since", "state": "State",
+}  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Column:
     """A sortable header: its label, and the link that sorts by it (toggling direction)."""
@@ -78,6 +88,47 @@ def ask_queryset(partition: Partition, path: str) -> QuerySet[Ask]:
         .filter(state__in=[AskState.PENDING, AskState.RESERVED])
         .select_related("application")
     )
+
+
+def task_tables(
+    partition: Partition, path: str, query: QueryDict, resource_names: list[str]
+) -> dict[str, Any]:
+    """The page of running tasks and the page of pending asks that ``query`` asks for (the
+    queue page and its live updates), with a resource column for each of ``resource_names``."""
+    return {
+        "tasks": sorted_page(
+            task_queryset(partition, path),
+            query,
+            prefix="",
+            sorts=TASK_SORTS,
+            anchor="tasks-heading",
+            labels=TASK_LABELS,
+            resource_names=resource_names,
+        ),
+        "asks": sorted_page(
+            ask_queryset(partition, path),
+            query,
+            prefix="ask_",
+            sorts=ASK_SORTS,
+            anchor="asks-heading",
+            labels=ASK_LABELS,
+            resource_names=resource_names,
+        ),
+    }
+
+
+def rows_state(table: dict[str, Any]) -> dict[str, Any]:
+    """What the live updates compare of a table page: how many rows in all, and each shown
+    row's id, state, place and size."""
+    return {
+        "count": table["page"].paginator.count,
+        "rows": [
+            [item.external_id, item.state,
+             item.node_name if isinstance(item, Allocation) else item.node,
+             item.priority, item.resources]
+            for item, _ in table["rows"]
+        ],
+    }  # fmt: skip
 
 
 def sorted_page(

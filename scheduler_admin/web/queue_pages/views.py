@@ -19,18 +19,15 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
-from preemption import resources
 from preemption.config import PartitionConfig, QueueConfig
 from preemption.hierarchy import ConfigErrors, Hierarchy, validate_config
 from scheduler_admin.accounts.roles import OPERATOR, has_role
-from scheduler_admin.cluster.adapters import queue_usage
-from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
-from scheduler_admin.web.bars import queue_bars
 from scheduler_admin.web.common import (
     partition_or_404,
     post_requires_role,
@@ -41,11 +38,8 @@ from scheduler_admin.web.queue_pages import effective, tables
 from scheduler_admin.web.queue_pages.forms import PREVIEW, SAVE, QueueEdit
 from scheduler_admin.web.queue_pages.history import describe_queue_changes, queue_history
 from scheduler_admin.web.queue_pages.plans import plan_view
+from scheduler_admin.web.queue_pages.status import pending_timer, timer_status, usage_status
 
-TASK_LABELS = {
-    "id": "Task", "app": "Application", "queue": "Queue", "node": "Node",
-    "priority": "Priority", "created": "Started", "state": "State",
-}  # fmt: skip
 ASK_LABELS = {
     "id": "Ask", "app": "Application", "queue": "Queue", "priority": "Priority",
     "created": "Waiting since", "state": "State",
@@ -119,7 +113,7 @@ def _save(
     else:
         saved = revision_link(partition.name, result.revision.number)
         message = format_html("Saved {} as {}.", path, saved)
-        timer = _pending_timer(partition, path)
+        timer = pending_timer(partition, path)
         if timer is not None and timer.revision_number == result.revision.number:
             due = f"{timer.due_at:%Y-%m-%d %H:%M:%S}"
             message = format_html("{} A quota timer started: due at {} UTC.", message, due)
@@ -165,27 +159,15 @@ def _stale_message(current: int) -> str:
     )
 
 
-def _pending_timer(partition: Partition, path: str) -> QuotaTimer | None:
-    return QuotaTimer.objects.filter(
-        partition=partition, queue_path=path, status=TimerStatus.PENDING
-    ).first()
-
-
 def _page(
     request: HttpRequest, partition: Partition, config: PartitionConfig, queue: QueueConfig
 ) -> dict[str, Any]:
     """Everything the page shows besides the form."""
     path = queue.path
+    now = timezone.now()
     hierarchy = Hierarchy(config)
-    usage = queue_usage(partition, config).get(path, {})
-    asks = tables.ask_queryset(partition, path)
-    pending: dict[str, int] = {}
-    for amounts in asks.values_list("resources", flat=True).iterator(chunk_size=5000):
-        pending = resources.add(pending, amounts)
-    # A type only asked for gets a row too (zero usage), as the tables get a column for it.
-    bars = queue_bars(hierarchy, path, {**dict.fromkeys(pending, 0), **usage})
-    names = [bar.resource for bar in bars]
-    timer = _pending_timer(partition, path)
+    usage = usage_status(partition, hierarchy, queue)
+    names = [bar.resource for bar in usage["bars"]]
     return {
         "partition": partition,
         "queue": queue,
@@ -194,34 +176,10 @@ def _page(
         "ancestors": list(reversed(list(hierarchy.ancestors(path)))),
         "children": hierarchy.children(path),
         "settings": effective.setting_rows(hierarchy, path, partition.quota_preemption_enabled),
-        "bars": bars,
-        "numbers": [
-            {
-                "bar": bar,
-                "pending": pending.get(bar.resource, 0),
-                "own_max": queue.max.get(bar.resource),
-            }
-            for bar in bars
-        ],
-        "tasks": tables.sorted_page(
-            tables.task_queryset(partition, path),
-            request.GET,
-            prefix="",
-            sorts=tables.TASK_SORTS,
-            anchor="tasks-heading",
-            labels=TASK_LABELS,
-            resource_names=names,
-        ),
-        "asks": tables.sorted_page(
-            asks,
-            request.GET,
-            prefix="ask_",
-            sorts=tables.ASK_SORTS,
-            anchor="asks-heading",
-            labels=ASK_LABELS,
-            resource_names=names,
-        ),
-        "timer": timer,
+        **usage,
+        **timer_status(partition, path, now),
+        "now": now,
+        **tables.task_tables(partition, path, request.GET, names),
         "history": queue_history(partition, path),
         "history_url": reverse("history") + "?" + urlencode({"partition": partition.name}),
         "simulator_url": reverse("simulator")

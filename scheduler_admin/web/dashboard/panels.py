@@ -1,0 +1,72 @@
+"""The dashboard's cards besides the tree: queues over max, alerts, recent runs and revisions,
+workers. Built here once for the page (``views.dashboard``) and for its live updates
+(``web.live``), so both show the same thing from the same queries.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db.models import Count, Q
+
+from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
+from scheduler_admin.queues.models import ConfigRevision, Partition
+from scheduler_admin.system.models import WorkerHeartbeat
+from scheduler_admin.web.dashboard.tree import QueueTree
+from scheduler_admin.web.explanations import ALERT_OUTCOMES, outcome_text
+
+#: A worker whose heartbeat is older than this is shown as not running.
+HEARTBEAT_STALE_AFTER = timedelta(seconds=30)
+#: Runs that ended ``short`` or ``does_not_help`` this recently are raised as alerts.
+ALERT_WINDOW = timedelta(hours=24)
+RECENT = 10
+
+
+def panels(tree: QueueTree) -> dict[str, Any]:
+    """Context of the partition's cards (names as the templates use them); a handful of
+    queries, none per queue."""
+    partition, now = tree.partition, tree.now
+    over_max, over_max_count = tree.over_max()
+    return {
+        "over_max": over_max,
+        "over_max_count": over_max_count,
+        "alerts": alerts(partition, now),
+        "runs": list(
+            PreemptionRun.objects.filter(partition=partition).annotate(
+                victim_count=Count("victims")
+            )[:RECENT]
+        ),
+        "revisions": list(
+            ConfigRevision.objects.filter(partition=partition).order_by("-number")[:RECENT]
+        ),
+    }
+
+
+def alerts(partition: Partition, now: datetime) -> list[dict[str, object]]:
+    """Recent runs that left their queue over max (SPEC 4.1: the dashboard shows an alert):
+    those that fell short, and those that failed or were aborted before they finished."""
+    runs = PreemptionRun.objects.filter(
+        Q(outcome__in=ALERT_OUTCOMES) | Q(status=RunStatus.FAILED),
+        partition=partition,
+        created_at__gte=now - ALERT_WINDOW,
+    )[:RECENT]
+    return [
+        {
+            "run": run,
+            "label": "failed" if run.status == RunStatus.FAILED else run.outcome,
+            "text": run.error if run.status == RunStatus.FAILED else outcome_text(run.outcome),
+        }
+        for run in runs
+    ]
+
+
+def heartbeats(now: datetime) -> list[dict[str, object]]:
+    return [
+        {
+            "worker": beat.worker,
+            "last_seen": beat.last_seen,
+            "alive": now - beat.last_seen < HEARTBEAT_STALE_AFTER,
+        }
+        for beat in WorkerHeartbeat.objects.all()[:RECENT]
+    ]

@@ -1,0 +1,1 @@
+"""Live updates of the console's dashboard and queue page (polled JSON; see ``views``)."""
