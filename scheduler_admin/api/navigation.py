@@ -73,6 +73,8 @@ class ApiRootView(APIView):
     """The API's resources: the lists, the audit exports, the schema and its docs, and for each
     partition its queues, config, revisions, timers, evictions, cluster state and simulator."""
 
+    name = "API root"  # the browsable API's title and breadcrumb
+
     @extend_schema(
         summary="The API root: links to every resource",
         description="Absolute URLs of the lists, the audit exports, the token endpoint, the "
