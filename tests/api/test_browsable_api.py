@@ -23,6 +23,7 @@ from django.test import Client
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.queues.models import ConfigRevision, Queue
 from tests.api.conftest import Live, role_client
+from tests.integration.test_compose_stack import settings_variables
 from tests.support.console import signed_in_client
 
 pytestmark = pytest.mark.django_db
@@ -37,31 +38,29 @@ TRACEBACK = "Traceback (most recent call last)"
 
 
 def every_url(live: Live) -> dict[str, str]:
-    """A concrete URL for every path of the served schema, keyed by the path."""
+    """A concrete URL for every path of the served schema, keyed by the path: the objects of
+    ``live`` (the specific segments are replaced first, then the generic ones)."""
     schema = role_client("viewer").get("/api/schema/", HTTP_ACCEPT="application/json").json()
-    values = {
-        "partition": "default",
-        "path": "root.team.b",
-        "number": "1",
-        "name": "n1",
-        "external_id": "a1",
-        "id": str(live.order.pk),
-    }
-    per_path = {
-        "/runs/{id}/": str(live.active_run.pk),
-        "/timers/{id}/": str(live.timer.pk),
-        "/audit/{id}/": str(AuditEvent.objects.order_by("id").values_list("id", flat=True)[0]),
-        "/budgets/{name}/": "pdb1",
-        "/asks/{external_id}/": "ask1",
+    audit_id = AuditEvent.objects.order_by("id").values_list("id", flat=True)[0]
+    segments = {
+        "/runs/{id}": f"/runs/{live.active_run.pk}",
+        "/timers/{id}": f"/timers/{live.timer.pk}",
+        "/evictions/{id}": f"/evictions/{live.order.pk}",
+        "/audit/{id}": f"/audit/{audit_id}",
+        "/budgets/{name}": "/budgets/pdb1",
+        "/asks/{external_id}": "/asks/ask1",
+        "{partition}": "default",
+        "{path}": "root.team.b",
+        "{number}": "1",
+        "{name}": "n1",
+        "{external_id}": "a1",
     }
     urls = {}
     for path in schema["paths"]:
         url = path
-        for suffix, value in per_path.items():
-            if suffix.split("{")[0] in path:
-                url = url.replace("{" + suffix.split("{")[1].split("}")[0] + "}", value)
-        for name, value in values.items():
-            url = url.replace("{" + name + "}", urllib.parse.quote(value, safe=""))
+        for segment, value in segments.items():
+            url = url.replace(segment, value)
+        assert "{" not in url, f"no object for a parameter of {path}"
         urls[path] = url
     return urls
 
@@ -174,7 +173,7 @@ def test_the_page_loads_its_assets_from_this_server_and_links_back_to_the_consol
 
 
 def _production_env(tmp_path: Path) -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("DJANGO")}
+    env = {key: value for key, value in os.environ.items() if key not in settings_variables()}
     env.update(
         DJANGO_SETTINGS_MODULE="scheduler_admin.settings",
         SCHEDULER_ENV="production",
@@ -183,7 +182,6 @@ def _production_env(tmp_path: Path) -> dict[str, str]:
         DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
         STATIC_ROOT=str(tmp_path / "static"),
     )
-    env.pop("DEBUG", None)
     return env
 
 
