@@ -19,6 +19,8 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from preemption import durations, resources
+
 ROOT = "root"
 ASK_POLICIES = ("inter_queue", "priority")
 PREEMPTION_POLICIES = ("default", "fence", "disabled")
@@ -272,10 +274,31 @@ class FieldChange:
     new: Any
 
     def to_json(self) -> dict[str, Any]:
-        return {"queue": self.queue, "field": self.field, "old": self.old, "new": self.new}
+        """The change as the API and the audit trail show it: quantities as exact strings
+        (``max.memory`` ``"300Gi"``, vcore ``"10"`` = 10 cores) and the partition's delays as
+        durations (``"30s"``), like every other response; other values as stored."""
+        return {
+            "queue": self.queue,
+            "field": self.field,
+            "old": self._shown(self.old),
+            "new": self._shown(self.new),
+        }
+
+    def _shown(self, value: Any) -> Any:
+        if value is None:
+            return None
+        kind, _, name = self.field.partition(".")
+        if self.queue is not None and kind in _RESOURCE_FIELDS and name:
+            return resources.format_quantity(value, resource=name)
+        if self.queue is None and self.field in _DURATION_SETTINGS:
+            return durations.format_duration(value)
+        return value
 
 
 _QUEUE_FIELDS = ("guaranteed", "max", "properties", "extra")
+_RESOURCE_FIELDS = ("guaranteed", "max")
+#: The partition settings that hold whole seconds.
+_DURATION_SETTINGS = ("default_preemption_delay", "daemonset_preemption_delay")
 
 
 def diff_configs(old: PartitionConfig, new: PartitionConfig) -> list[FieldChange]:

@@ -193,8 +193,14 @@ REST_FRAMEWORK = {
     },
     # Formats are chosen by path suffix or Accept, never by ?format= (SPEC 7).
     "URL_FORMAT_OVERRIDE": None,
-    "DEFAULT_RENDERER_CLASSES": ["scheduler_admin.api.renderers.SafeJSONRenderer"]
-    + (["rest_framework.renderers.BrowsableAPIRenderer"] if DEBUG else []),
+    # JSON first; DRF's browsable API (in every profile) only for a signed-in browser session.
+    "DEFAULT_RENDERER_CLASSES": [
+        "scheduler_admin.api.renderers.SafeJSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+    ],
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": (
+        "scheduler_admin.api.browsable.SignedInBrowsableNegotiation"
+    ),
     # JSON only: nested bodies cannot be sent as forms. Views with flat bodies (revert, delete,
     # token) add the form parser. The safe parser refuses deep nesting, NUL and surrogates.
     "DEFAULT_PARSER_CLASSES": ["scheduler_admin.api.parsers.SafeJSONParser"],
@@ -202,7 +208,12 @@ REST_FRAMEWORK = {
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Scheduler Admin API",
-    "DESCRIPTION": "Queue quotas, preemption and audit for a batch cluster (SPEC 7).",
+    "DESCRIPTION": (
+        "Queue quotas, preemption and audit for a batch cluster (SPEC 7). Every endpoint needs "
+        "a signed-in user (`Authorization: Token ...` or the console's session) with a role; "
+        "request bodies refuse fields they do not know (400 naming each).\n\n"
+        "[Back to the console](/) · [API root](/api/v1/) · [Schema (YAML)](/api/schema/)"
+    ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",  # assets served from the installed package: no CDN
@@ -220,6 +231,7 @@ SPECTACULAR_SETTINGS = {
         "EvictionStatusEnum": "scheduler_admin.enforcement.models.EvictionStatus",
         "AllocationStateEnum": "scheduler_admin.cluster.models.AllocationState",
         "AskStateEnum": "scheduler_admin.cluster.models.AskState",
+        "RevisionKindEnum": "scheduler_admin.queues.models.RevisionKind",
     },
 }
 

@@ -1,10 +1,12 @@
-"""URL routes. Everything except sign-in and the health check requires a signed-in user
-(``LoginRequiredMiddleware``)."""
+"""URL routes. Everything except sign-in and the health check requires a signed-in user: pages
+through ``LoginRequiredMiddleware``, the API (its schema and docs included) through DRF's
+authentication and ``RolePermission`` (``scheduler_admin.api.navigation``)."""
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from scheduler_admin.api.navigation import DocsView, SchemaView
 
 urlpatterns = [
     path("", include("scheduler_admin.web.urls")),
@@ -12,8 +14,8 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("scheduler_admin.api.urls")),
-    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/schema/", SchemaView.as_view(), name="api-schema"),
+    path("api/docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
 ]
 
 handler400 = "scheduler_admin.api.errors.api_bad_request"

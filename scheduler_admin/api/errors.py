@@ -4,13 +4,15 @@ Every error response is ``{"detail": str, "code": str, "errors": {field: [messag
 (``errors`` empty when no field is at fault). Services raise domain exceptions; this handler turns
 them into 400 (``ConfigErrors``, ``IngestErrors``, a malformed body), 404 (``NotFound``), 409
 (``StaleVersion``), 413 (a body over ``REQUEST_MAX_BYTES`` or a config over
-``CONFIG_MAX_BYTES``).
+``CONFIG_MAX_BYTES``). A browser that navigates to the API without signing in is redirected to
+the sign-in page instead of a 401.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import (
     RequestDataTooBig,
@@ -18,13 +20,14 @@ from django.core.exceptions import (
     TooManyFieldsSent,
     TooManyFilesSent,
 )
-from django.http import Http404, JsonResponse
+from django.http import Http404, HttpResponseBase, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from preemption.config import shown
 from preemption.hierarchy import ConfigErrors
+from scheduler_admin.api.browsable import wants_page
 from scheduler_admin.api.exceptions import ErrorWithFields
 from scheduler_admin.cluster.services import IngestErrors
 from scheduler_admin.enforcement.evictions import OrderNotFound
@@ -58,7 +61,12 @@ _REQUEST_REFUSALS: dict[type[Exception], tuple[int, str, str]] = {
 }
 
 
-def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponseBase | None:
+    request = context.get("request")
+    if isinstance(exc, exceptions.NotAuthenticated) and request and wants_page(request):
+        # A browser without a session, on the browsable API or the docs: sign in first, as on
+        # every console page. API clients get the 401.
+        return redirect_to_login(request.get_full_path())
     if isinstance(exc, ConfigTooLarge):
         return Response(
             error_body("The configuration is too large.", "too_large", config_errors_body(exc)),
@@ -107,8 +115,11 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, list[str]]:
     if isinstance(data, dict):
         result: dict[str, list[str]] = {}
         for key, value in data.items():
-            name = str(key) if key != "non_field_errors" else "non_field_errors"
-            result.update(_flatten(value, f"{prefix}.{name}" if prefix else name))
+            if isinstance(key, int):  # an item of a list (DRF keys list errors by index)
+                path = f"{prefix}[{key}]"
+            else:
+                path = f"{prefix}.{key}" if prefix else str(key)
+            result.update(_flatten(value, path))
         return result
     if isinstance(data, list) and data and all(isinstance(item, str) for item in data):
         return {prefix or "non_field_errors": [str(item) for item in data]}

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from rest_framework.parsers import JSONParser
+from rest_framework.parsers import FormParser, JSONParser
 
 from preemption.config import shown, text_problem
 from scheduler_admin import limits
@@ -159,3 +159,8 @@ class ConfigJSONParser(SafeJSONParser):
     @property  # type: ignore[override]
     def max_bytes(self) -> int:
         return settings.CONFIG_MAX_BYTES
+
+
+#: Flat bodies (a comment and a version, or nothing) may also be sent as a form: revert, queue
+#: DELETE, abort, cancel, ack. Bodies that nest are JSON only.
+FLAT_BODY_PARSERS = [SafeJSONParser, FormParser]

@@ -7,7 +7,9 @@
   list 413 (over ``REQUEST_MAX_BYTES``, or ``CONFIG_MAX_BYTES`` for a config) and 415.
 - ``AutoSchema`` documents the body of a ``DELETE`` whose view declares one (drf-spectacular
   documents bodies of ``POST``/``PUT``/``PATCH`` only): a queue DELETE takes its version and
-  comment in the body.
+  comment in the body. A body the server reads strictly (``scheduler_admin.api.strict``) is
+  closed (``additionalProperties: false``), and its read-only fields, which the server accepts
+  back and ignores, are listed as ``readOnly``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular import openapi
+from drf_spectacular.plumbing import force_instance
+
+from scheduler_admin.api.strict import StrictFields
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -58,6 +63,19 @@ class AutoSchema(openapi.AutoSchema):
         # are serializers of their own whose required fields (comment, version) the server
         # does require: describe them as they are.
         return self._as_post(super()._get_request_for_media_type, serializer, direction)
+
+    def _map_basic_serializer(self, serializer: Any, direction: str) -> dict[str, Any]:
+        serializer = force_instance(serializer)
+        schema = super()._map_basic_serializer(serializer, direction)
+        if direction != "request" or not isinstance(serializer, StrictFields):
+            return schema
+        schema["additionalProperties"] = False
+        properties = schema.setdefault("properties", {})
+        for field in serializer.fields.values():
+            if field.read_only and field.field_name not in properties:
+                shown = self._map_serializer_field(field, "response")
+                properties[field.field_name] = {**shown, "readOnly": True}
+        return schema
 
     def _as_post(self, method: Any, *args: Any) -> Any:
         actual, self.method = self.method, "POST"

@@ -1,10 +1,13 @@
-"""``/api/v1/``: each app contributes its own routes (SPEC 7 paths are part of the contract)."""
+"""``/api/v1/``: the API root, and each app contributes its own routes (SPEC 7 paths are part of
+the contract)."""
 
 from django.urls import include, path
 
 from scheduler_admin.accounts.api import ObtainTokenView
+from scheduler_admin.api.navigation import ApiRootView
 
 urlpatterns = [
+    path("", ApiRootView.as_view(), name="api-root"),
     path("auth/token/", ObtainTokenView.as_view(), name="api-token"),
     path("", include("scheduler_admin.queues.api.urls")),
     path("", include("scheduler_admin.cluster.api.urls")),

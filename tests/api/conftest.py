@@ -3,17 +3,29 @@
 from __future__ import annotations
 
 import io
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import pytest
+import time_machine
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.core.cache import cache
 from django.core.management import call_command
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from scheduler_admin.queues.models import Partition
+from scheduler_admin.cluster.services import ingest_cluster_state
+from scheduler_admin.enforcement import runs
+from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
+from scheduler_admin.queues import services
+from scheduler_admin.queues.models import Partition, Queue
+from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from tests.support.team import GB, START, TEAM_TASKS, team_config
 
 ROLES = ("viewer", "operator", "admin")
+#: The password of ``live``'s ``token-user``.
+TOKEN_USER_PASSWORD = "pw-token-user-1"
 
 
 @pytest.fixture
@@ -104,3 +116,55 @@ def api_schema(demo_partition, admin_headers):
     finally:
         request_started.connect(close_old_connections)
         request_finished.connect(close_old_connections)
+
+
+@dataclass(frozen=True)
+class Live:
+    """Objects of every kind the API addresses (``live``)."""
+
+    timer: QuotaTimer
+    active_run: PreemptionRun
+    order: EvictionOrder
+
+
+def _lower(path: str, memory_gb: int, at: datetime) -> None:
+    with time_machine.travel(at, tick=False):
+        services.update_queue(
+            "default", path, version=Queue.objects.get(path=path).version, actor=None,
+            comment="lower", max={"memory": memory_gb * GB},
+        )  # fmt: skip
+
+
+@pytest.fixture
+def live(db) -> Live:
+    """The team partition (``tests/support/team.py``) after a finished quota run on root.team
+    (pending eviction orders), with an active run on root.team.a, a pending timer on
+    root.team.b, a pending ask, a disruption budget and a user ``token-user`` with a password.
+    """
+    cache.clear()  # throttling counters of earlier tests
+    with time_machine.travel(START, tick=False):
+        configs = parse_queues_yaml(team_config("2s"), settings_for=services.settings_for_import)
+        services.import_partition_configs(configs, actor=None, comment="initial")
+        partition = Partition.objects.get(name="default")
+        nodes = [{"name": "n1", "capacity": {"memory": "1000G"}}]
+        ingest_cluster_state(partition, {"nodes": nodes, "allocations": TEAM_TASKS}, actor=None)
+    _lower("root.team", 100, START)
+    with time_machine.travel(START + timedelta(seconds=2), tick=False):
+        for run_id in runs.sweep_due_quota_timers():
+            runs.execute_run(run_id, worker="t")
+    _lower("root.team.a", 25, START + timedelta(seconds=3))  # a1 (30G) is left in a
+    with time_machine.travel(START + timedelta(seconds=5), tick=False):
+        [active] = runs.sweep_due_quota_timers()  # created, not executed: still pending
+    _lower("root.team.b", 10, START + timedelta(seconds=6))
+    with time_machine.travel(START + timedelta(seconds=7), tick=False):
+        state = {
+            "asks": [{"id": "ask1", "queue": "root.team.a", "resources": {"memory": "1G"}}],
+            "budgets": [{"name": "pdb1", "allowed_disruptions": 1}],
+        }
+        ingest_cluster_state(partition, state, actor=None)
+    get_user_model().objects.create_user("token-user", password=TOKEN_USER_PASSWORD)
+    return Live(
+        timer=QuotaTimer.objects.get(status="pending", queue_path="root.team.b"),
+        active_run=PreemptionRun.objects.get(pk=active),
+        order=EvictionOrder.objects.filter(status="pending").order_by("id").first(),
+    )

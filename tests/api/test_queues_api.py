@@ -68,7 +68,9 @@ def test_a_viewer_cannot_write(demo_partition, viewer):
 
 
 def test_queue_list_has_effective_values_usage_and_versions(busy, viewer):
-    rows = {row["path"]: row for row in viewer.get(f"{API}/queues/").json()}
+    listed = viewer.get(f"{API}/queues/").json()
+    assert listed["count"] == len(listed["results"]) and listed["next"] is None
+    rows = {row["path"]: row for row in listed["results"]}
     nightly = rows["root.batch.nightly"]
     assert nightly["usage"] == {"memory": "400Gi", "vcore": "40"}
     assert nightly["max"] == {"memory": "512Gi", "vcore": "200"}
@@ -82,11 +84,11 @@ def test_queue_list_has_effective_values_usage_and_versions(busy, viewer):
         "source": "root.prod",
     }
     assert nightly["version"] == 1 and nightly["quota_timer"] is None
-    under = viewer.get(f"{API}/queues/?under=root.batch").json()
+    under = viewer.get(f"{API}/queues/?under=root.batch").json()["results"]
     assert [row["path"] for row in under] == [
         "root.batch",
-        "root.batch.nightly",
         "root.batch.adhoc",
+        "root.batch.nightly",
     ]
 
 
@@ -218,9 +220,8 @@ def test_revisions_list_detail_diff_and_revert(busy, operator, admin):
     assert [r["number"] for r in listed["results"]] == [2, 1]
     detail = admin.get(f"{API}/revisions/2/").json()
     assert detail["diff"] == [
-        {"queue": "root.batch.nightly", "field": "max.memory", "old": 512 * 1024**3,
-         "new": 300 * 1024**3},
-    ]  # fmt: skip
+        {"queue": "root.batch.nightly", "field": "max.memory", "old": "512Gi", "new": "300Gi"},
+    ]
     assert_error(admin.get(f"{API}/revisions/2/?against=9"), 400, "against")
     assert_error(operator.post(f"{API}/revisions/1/revert", {}, format="json"), 403)
     reverted = admin.post(f"{API}/revisions/1/revert", {"comment": "undo"}, format="json")

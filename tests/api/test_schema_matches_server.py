@@ -8,13 +8,16 @@ them, a DELETE body, JSON only where bodies nest, 413 on every operation that ta
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import pytest
+import yaml
 from django.conf import settings
 
+from scheduler_admin.enforcement.models import QuotaTimer
 from scheduler_admin.queues.models import ConfigRevision, Queue
-from tests.api.conftest import role_client
+from tests.api.conftest import TOKEN_USER_PASSWORD, role_client
 from tests.api.test_schema_conformance import CHECKS
 
 pytestmark = pytest.mark.django_db
@@ -168,6 +171,9 @@ def test_nested_bodies_are_json_only_and_every_body_may_be_413(schema):
         ("/api/v1/auth/token/", "post"),
         (f"{P}/queues/{{path}}/", "delete"),
         (f"{P}/revisions/{{number}}/revert", "post"),
+        ("/api/v1/runs/{id}/abort", "post"),
+        (f"{P}/timers/{{id}}/cancel", "post"),
+        (f"{P}/evictions/{{id}}/ack", "post"),
     }
     with_body = 0
     for path, operations in schema["paths"].items():
@@ -180,3 +186,64 @@ def test_nested_bodies_are_json_only_and_every_body_may_be_413(schema):
             if (path, method) not in flat:
                 assert not {"multipart/form-data", "application/x-www-form-urlencoded"} & media
     assert with_body >= 11
+
+
+def test_each_kind_of_answer_matches_its_documented_schema(api_schema, live):
+    """The answers of the root, the lists and every write (a dry run and a real save of a
+    queue, of the JSON and YAML config, validate, simulate, a cluster-state push, cancel, ack,
+    abort, token): each validated against the schema of its operation."""
+    default = {"partition": "default"}
+    queue = {**default, "path": "root.team.b"}
+    call = functools.partial(_call, api_schema, media_type="application/json")
+
+    assert set(call("/api/v1/", "GET").json()["by_partition"][0]) >= {"queues", "simulate"}
+    assert call(f"{P}/queues/", "GET", path_parameters=default).json()["count"] == 4
+    version = Queue.objects.get(path="root.team.b").version
+    patch = {"max": {"memory": "5G"}, "version": version, "comment": "c"}
+    preview = call(f"{P}/queues/{{path}}/", "PATCH", path_parameters=queue, body=patch,
+                   query={"dry_run": "true"}).json()  # fmt: skip
+    assert preview["dry_run"] is True and preview["valid"] is True
+    assert {"timers", "plans", "yunikorn_min_version", "warnings"} <= set(preview)
+    saved = call(f"{P}/queues/{{path}}/", "PATCH", path_parameters=queue, body=patch).json()
+    assert saved["max"] == {"memory": "5G"} and saved["version"] == version + 1
+
+    config = call(f"{P}/config", "GET", path_parameters=default).json()
+    config["queues"][1]["max"] = {"memory": "90G"}
+    body = {**config, "comment": "c"}
+    preview = call(f"{P}/config", "PUT", path_parameters=default, body=body,
+                   query={"dry_run": "true"}).json()  # fmt: skip
+    assert preview["dry_run"] is True and [t["queue"] for t in preview["timers"]] == ["root.team"]
+    assert call(f"{P}/config", "PUT", path_parameters=default, body=body).json()["version"]
+    document = yaml.safe_load(call(f"{P}/config.yaml", "GET", path_parameters=default).text)
+    document["partitions"][0]["queues"][0]["queues"][0]["resources"]["max"]["memory"] = "80G"
+    preview = _call(api_schema, f"{P}/config.yaml", "PUT", path_parameters=default,
+                    body=document, media_type="application/yaml",
+                    query={"dry_run": "true"}).json()  # fmt: skip
+    assert preview["dry_run"] is True
+    checked = call(f"{P}/config/validate", "POST", path_parameters=default, body=config).json()
+    assert checked["valid"] is True and checked["changes"] == []
+    number = ConfigRevision.objects.order_by("-number").first().number
+    detail = call(f"{P}/revisions/{{number}}/", "GET", path_parameters={**default,
+                  "number": number}).json()  # fmt: skip
+    assert detail["diff"][0]["new"] == "90G"
+
+    what_if = {"policy": "quota", "queue": "root.team", "max": {"memory": "50G"}}
+    plan = call(f"{P}/simulate", "POST", path_parameters=default, body=what_if).json()
+    assert plan["policy"] == "quota" and plan["explanations"]
+    state = {"nodes": [{"name": "n2", "capacity": {"memory": "10G"}}]}
+    pushed = call(f"{P}/cluster-state", "POST", path_parameters=default, body=state).json()
+    assert pushed["changed"]
+
+    timer = QuotaTimer.objects.filter(status="pending").order_by("id").first()
+    cancelled = call(f"{P}/timers/{{id}}/cancel", "POST", path_parameters={**default,
+                     "id": timer.pk}, body={}).json()  # fmt: skip
+    assert cancelled["status"] == "cancelled"
+    acked = call(f"{P}/evictions/{{id}}/ack", "POST", path_parameters={**default,
+                 "id": live.order.pk}, body={}).json()  # fmt: skip
+    assert acked["status"] == "acknowledged"
+    aborted = call("/api/v1/runs/{id}/abort", "POST", path_parameters={"id": live.active_run.pk},
+                   body={"comment": "stop"}).json()  # fmt: skip
+    assert aborted["status"] == "failed"
+    credentials = {"username": "token-user", "password": TOKEN_USER_PASSWORD}
+    token = call("/api/v1/auth/token/", "POST", body=credentials).json()
+    assert len(token["token"]) == 40

@@ -97,7 +97,7 @@ def test_every_queue_change_writes_a_revision_and_an_audit_event(saved, admin_ac
     assert event.kind == AuditKind.CONFIG_CHANGED
     assert event.queue_path == "root.tenant.a"
     assert event.data["changes"] == [
-        {"queue": "root.tenant.a", "field": "max.memory", "old": 60 * GI, "new": 30 * GI}
+        {"queue": "root.tenant.a", "field": "max.memory", "old": "60Gi", "new": "30Gi"}
     ]
 
 

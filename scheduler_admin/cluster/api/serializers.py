@@ -6,7 +6,9 @@ them (``scheduler_admin.api.fields``).
 
 The ``ClusterState*`` input serializers only describe the body for the OpenAPI schema: the body
 is checked by ``ingest_cluster_state`` itself, which reports every problem with its path
-(``allocations[3].resources.memory``) and parses quantities like YuniKorn.
+(``allocations[3].resources.memory``, ``nodes[0].bogus: unknown field``) and parses quantities
+like YuniKorn. They are strict serializers so the schema shows the body as closed, as the
+service reads it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from scheduler_admin.api.fields import RESOURCES_SCHEMA, ResourcesField
+from scheduler_admin.api.strict import StrictSerializer
 from scheduler_admin.cluster.models import (
     Allocation,
     AllocationState,
@@ -163,13 +166,13 @@ def _priority() -> serializers.IntegerField:
     )
 
 
-class ClusterStateNodeSerializer(serializers.Serializer):
+class ClusterStateNodeSerializer(StrictSerializer):
     name = _id()
     capacity = QuantitiesField(required=False)
     schedulable = serializers.BooleanField(required=False, default=True)
 
 
-class ClusterStateAllocationSerializer(serializers.Serializer):
+class ClusterStateAllocationSerializer(StrictSerializer):
     id = _id()
     queue = _queue()
     app = _optional_id(help_text="Application id; defaults to `id`.")
@@ -194,7 +197,7 @@ class ClusterStateAllocationSerializer(serializers.Serializer):
     )
 
 
-class ClusterStateAskSerializer(serializers.Serializer):
+class ClusterStateAskSerializer(StrictSerializer):
     id = _id()
     queue = _queue()
     app = _optional_id(help_text="Application id; defaults to `id`.")
@@ -214,20 +217,20 @@ class ClusterStateAskSerializer(serializers.Serializer):
     )
 
 
-class ClusterStateBudgetSerializer(serializers.Serializer):
+class ClusterStateBudgetSerializer(StrictSerializer):
     name = _id()
     allowed_disruptions = serializers.IntegerField(
         min_value=0, max_value=POSITIVE_INT_MAX, required=False, default=0
     )
 
 
-class ClusterStateRemoveSerializer(serializers.Serializer):
+class ClusterStateRemoveSerializer(StrictSerializer):
     nodes = serializers.ListField(child=_id(), required=False)
     allocations = serializers.ListField(child=_id(), required=False)
     asks = serializers.ListField(child=_id(), required=False)
 
 
-class ClusterStateSerializer(serializers.Serializer):
+class ClusterStateSerializer(StrictSerializer):
     """Bulk upserts (by id or name) and removals, all or nothing."""
 
     nodes = ClusterStateNodeSerializer(many=True, required=False)

@@ -7,10 +7,7 @@ Views declare (queryset, serializer, filterset); the one write calls
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.db.models import Count
-from drf_spectacular.openapi import AutoSchema
 from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -83,17 +80,6 @@ class BudgetViewSet(PartitionReadOnlyViewSet):
     ordering = ["name"]
 
 
-class ClosedBodySchema(AutoSchema):
-    """The service refuses unknown fields anywhere in the body ("unknown field"): the request
-    schema says so with ``additionalProperties: false`` on every object."""
-
-    def _map_serializer(self, serializer: Any, direction: str, bypass_extensions: bool = False):
-        schema = super()._map_serializer(serializer, direction, bypass_extensions)
-        if direction == "request" and schema.get("type") == "object":
-            schema["additionalProperties"] = False
-        return schema
-
-
 class ClusterStateView(PartitionScoped, APIView):
     """``POST partitions/{partition}/cluster-state`` (operator): bulk, idempotent upserts and
     removals of nodes, applications, allocations, asks and disruption budgets.
@@ -110,7 +96,6 @@ class ClusterStateView(PartitionScoped, APIView):
     # over-long text: it serves the CLI and the simulator as well, so it cannot count on a
     # parser having looked first.
     parser_classes = [SafeJSONParser]
-    schema = ClosedBodySchema()
 
     @extend_schema(
         summary="Push cluster state",

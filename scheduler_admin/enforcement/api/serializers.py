@@ -9,6 +9,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from scheduler_admin.api.fields import ResourcesField, TargetsField
+from scheduler_admin.api.strict import StrictSerializer
 from scheduler_admin.enforcement.models import (
     EvictionOrder,
     PreemptionRun,
@@ -101,7 +102,7 @@ class RunDetailSerializer(RunSerializer):
         read_only_fields = fields
 
 
-class AbortSerializer(serializers.Serializer):
+class AbortSerializer(StrictSerializer):
     """Why an admin aborts a run (kept on the run and in the audit event)."""
 
     comment = serializers.CharField(max_length=COMMENT_MAX_LENGTH, required=False, allow_blank=True)

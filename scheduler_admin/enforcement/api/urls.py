@@ -12,18 +12,25 @@ from scheduler_admin.enforcement.api import views
 P = "partitions/<str:partition>"
 RE_P = r"^partitions/(?P<partition>[^/]+)"
 
+
+def _write(viewset: type, name: str):
+    """A POST action wired as a router would wire it: its ``@action`` arguments (parsers, name,
+    description) become the view's attributes."""
+    return viewset.as_view({"post": name}, **getattr(viewset, name).kwargs)
+
+
 urlpatterns = [
     path(f"{P}/timers/", views.TimerViewSet.as_view({"get": "list"}), name="api-timer-list"),
     re_path(
         rf"{RE_P}/timers/(?P<pk>[0-9]+)/cancel(?:/)?$",
-        views.TimerViewSet.as_view({"post": "cancel"}),
+        _write(views.TimerViewSet, "cancel"),
         name="api-timer-cancel",
     ),
     path("runs/", views.RunViewSet.as_view({"get": "list"}), name="api-run-list"),
     path("runs/<int:pk>/", views.RunViewSet.as_view({"get": "retrieve"}), name="api-run-detail"),
     re_path(
         r"^runs/(?P<pk>[0-9]+)/abort(?:/)?$",
-        views.RunViewSet.as_view({"post": "abort"}),
+        _write(views.RunViewSet, "abort"),
         name="api-run-abort",
     ),
     path(
@@ -38,7 +45,7 @@ urlpatterns = [
     ),
     re_path(
         rf"{RE_P}/evictions/(?P<pk>[0-9]+)/ack(?:/)?$",
-        views.EvictionViewSet.as_view({"post": "ack"}),
+        _write(views.EvictionViewSet, "ack"),
         name="api-eviction-ack",
     ),
 ]

@@ -25,7 +25,9 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from scheduler_admin.api.errors import Conflict
+from scheduler_admin.api.parsers import FLAT_BODY_PARSERS
 from scheduler_admin.api.permissions import ADMIN, OPERATOR, VIEWER
+from scheduler_admin.api.strict import EmptyBodySerializer
 from scheduler_admin.api.views import (
     LIST_ERRORS,
     READ_ERRORS,
@@ -43,8 +45,8 @@ from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, Quo
 from scheduler_admin.enforcement.runs import RunNotActive, RunNotFound, abort_run
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
 
-# A POST without a body: nothing to describe.
-NO_BODY = None
+# A POST that reads no field: an empty object, every field sent refused (``api.strict``).
+NO_BODY = EmptyBodySerializer
 ERROR = OpenApiResponse(ErrorSerializer, description="The run already ended.")
 # Ids are matched by the ``int`` path converter (no sign); say so, or generated clients and
 # schema tests send negative ids that no route matches.
@@ -77,7 +79,7 @@ class TimerViewSet(PartitionScoped, mixins.ListModelMixin, viewsets.GenericViewS
         request=serializers.CancelTimerSerializer,
         responses={200: serializers.TimerSerializer, **WRITE_ERRORS},
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], parser_classes=FLAT_BODY_PARSERS)
     def cancel(self, request: Request, partition: str, pk: str) -> Response:
         """404 for a timer of another partition, an unknown one, or one that already ended."""
         body = serializers.CancelTimerSerializer(data=request.data)
@@ -135,7 +137,7 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         request=serializers.AbortSerializer,
         responses={200: serializers.RunSerializer, 409: ERROR, **WRITE_ERRORS},
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], parser_classes=FLAT_BODY_PARSERS)
     def abort(self, request: Request, pk: str) -> Response:
         body = serializers.AbortSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -167,8 +169,9 @@ class EvictionViewSet(PartitionReadOnlyViewSet):
         request=NO_BODY,
         responses={200: serializers.EvictionSerializer, **WRITE_ERRORS},
     )
-    @action(detail=True, methods=["post"])
+    @action(detail=True, methods=["post"], parser_classes=FLAT_BODY_PARSERS)
     def ack(self, request: Request, partition: str, pk: str) -> Response:
+        EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
         try:
             order = acknowledge_eviction(
                 int(pk), partition_name=self.partition.name, actor=request.user, via="api"

@@ -19,9 +19,15 @@ from rest_framework import serializers
 from preemption import resources
 from preemption.config import ASK_POLICIES, PartitionConfig, PartitionSettings, QueueConfig
 from preemption.durations import DurationError, format_duration, parse_duration
-from preemption.yunikorn import config_warnings, yunikorn_min_version
+from preemption.yunikorn import (
+    KEPT_PARTITION_KEYS,
+    KEPT_QUEUE_KEYS,
+    config_warnings,
+    yunikorn_min_version,
+)
 from scheduler_admin import limits
 from scheduler_admin.api.fields import ResourcesField
+from scheduler_admin.api.strict import StrictSerializer, unknown_keys
 from scheduler_admin.queues.models import ConfigRevision, Partition
 
 #: A version (partition, queue) or revision number: a PostgreSQL ``integer`` from 1.
@@ -61,6 +67,41 @@ class PropertiesField(serializers.DictField):
         return value
 
 
+class KeptKeysField(serializers.DictField):
+    """YuniKorn keys the product keeps verbatim (``extra``), validated by YuniKorn's rules when
+    the config is. Only the keys YuniKorn has there are accepted: another one would be stored
+    and then silently left out of every export."""
+
+    def __init__(self, *, keys: tuple[str, ...], **kwargs: Any) -> None:
+        self.keys = keys
+        kwargs.setdefault("help_text", f"YuniKorn's keys, kept verbatim: {', '.join(keys)}.")
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        value = super().to_internal_value(data)
+        unknown = unknown_keys(value, self.keys)
+        if unknown:
+            raise serializers.ValidationError(unknown)
+        return value
+
+
+def _kept_schema(keys: tuple[str, ...]) -> dict[str, Any]:
+    properties = {key: {} for key in keys}
+    return {"type": "object", "properties": properties, "additionalProperties": False}
+
+
+@extend_schema_field(_kept_schema(KEPT_QUEUE_KEYS))
+class QueueKeptKeysField(KeptKeysField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(keys=KEPT_QUEUE_KEYS, **kwargs)
+
+
+@extend_schema_field(_kept_schema(KEPT_PARTITION_KEYS))
+class PartitionKeptKeysField(KeptKeysField):
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(keys=KEPT_PARTITION_KEYS, **kwargs)
+
+
 #: The product's own delay settings (partition defaults) are whole seconds, written as seconds
 #: or as whole h, m and s in that order; queue properties take Go's full duration syntax.
 WHOLE_SECONDS_PATTERN = r"^\s*[0-9]+(h|m|s|h[0-9]+m|h[0-9]+s|m[0-9]+s|h[0-9]+m[0-9]+s)?\s*$"
@@ -95,7 +136,7 @@ class DurationField(serializers.Field):
         return format_duration(value)
 
 
-class QueuePatchSerializer(serializers.Serializer):
+class QueuePatchSerializer(StrictSerializer):
     guaranteed = ResourcesField(required=False)
     max = ResourcesField(required=False)
     properties = PropertiesField(required=False)
@@ -113,7 +154,7 @@ class QueuePatchBodySerializer(QueuePatchSerializer):
     )
 
 
-class QueueCreateSerializer(serializers.Serializer):
+class QueueCreateSerializer(StrictSerializer):
     parent = serializers.CharField(max_length=limits.QUEUE_PATH_MAX_LENGTH)
     name = serializers.CharField(max_length=limits.QUEUE_NAME_MAX_LENGTH)
     guaranteed = ResourcesField(required=False, default=dict)
@@ -122,7 +163,7 @@ class QueueCreateSerializer(serializers.Serializer):
     comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
 
 
-class CommentSerializer(serializers.Serializer):
+class CommentSerializer(StrictSerializer):
     comment = serializers.CharField(
         max_length=limits.COMMENT_MAX_LENGTH, required=False, allow_blank=True,
         help_text=COMMENT_HELP,
@@ -175,7 +216,7 @@ class PartitionSerializer(serializers.ModelSerializer):
         read_only_fields = ["name", "version", "queue_count", "updated_at"]
 
 
-class PartitionPatchSerializer(serializers.Serializer):
+class PartitionPatchSerializer(StrictSerializer):
     preemption_enabled = serializers.BooleanField(required=False)
     quota_preemption_enabled = serializers.BooleanField(required=False)
     miss_percent = serializers.IntegerField(required=False, min_value=0, max_value=100)
@@ -187,7 +228,13 @@ class PartitionPatchSerializer(serializers.Serializer):
     comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
 
 
-class ConfigQueueSerializer(serializers.Serializer):
+class ConfigQueueSerializer(StrictSerializer):
+    path = serializers.CharField(
+        max_length=limits.QUEUE_PATH_MAX_LENGTH,
+        required=False,
+        help_text="As GET returns it; optional. The queue is placed by `parent` and `name`, "
+        "so a `path` that disagrees with them is refused rather than ignored.",
+    )
     name = serializers.CharField(max_length=limits.QUEUE_NAME_MAX_LENGTH)
     parent = serializers.CharField(
         max_length=limits.QUEUE_PATH_MAX_LENGTH, allow_null=True, required=False
@@ -195,20 +242,34 @@ class ConfigQueueSerializer(serializers.Serializer):
     guaranteed = ResourcesField(required=False, default=dict)
     max = ResourcesField(required=False, default=dict)
     properties = PropertiesField(required=False, default=dict)
-    extra = serializers.DictField(required=False, default=dict)
+    extra = QueueKeptKeysField(required=False, default=dict)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        path = attrs.pop("path", None)
+        placed = QueueConfig.child_of(attrs.get("parent") or None, attrs["name"]).path
+        if path is not None and path != placed:
+            raise serializers.ValidationError(
+                {"path": [f"disagrees with parent and name, which place the queue at {placed!r}"]}
+            )
+        return attrs
 
 
-class ConfigSettingsSerializer(serializers.Serializer):
+class ConfigSettingsSerializer(StrictSerializer):
+    name = serializers.CharField(
+        max_length=limits.PARTITION_NAME_MAX_LENGTH,
+        required=False,
+        help_text="As GET returns it; optional, and if given the partition in the URL.",
+    )
     preemption_enabled = serializers.BooleanField(default=True)
     quota_preemption_enabled = serializers.BooleanField(default=False)
     miss_percent = serializers.IntegerField(default=0, min_value=0, max_value=100)
     default_preemption_delay = DurationField(default=30)
     daemonset_preemption_delay = DurationField(default=0)
     ask_policy = serializers.ChoiceField(choices=ASK_POLICIES, default="inter_queue")
-    extra = serializers.DictField(required=False, default=dict)
+    extra = PartitionKeptKeysField(required=False, default=dict)
 
 
-class ConfigSerializer(serializers.Serializer):
+class ConfigSerializer(StrictSerializer):
     """The JSON form of a whole partition config (``GET``/``PUT .../config``)."""
 
     partition = ConfigSettingsSerializer()
@@ -239,8 +300,14 @@ class ConfigSerializer(serializers.Serializer):
     )
 
     def to_config(self, name: str) -> PartitionConfig:
+        """The config for partition ``name`` (the URL's); a body naming another is refused."""
         data = self.validated_data
-        settings = PartitionSettings(name=name, **data["partition"])
+        given = {**data["partition"]}
+        if given.pop("name", name) != name:
+            raise serializers.ValidationError(
+                {"partition": {"name": [f"the URL names partition {name!r}"]}}
+            )
+        settings = PartitionSettings(name=name, **given)
         queues = []
         for item in data["queues"]:
             parent = item.get("parent")
@@ -322,7 +389,7 @@ class RevisionSerializer(serializers.ModelSerializer):
                   "reverted_from"]  # fmt: skip
 
 
-class SimulateSerializer(serializers.Serializer):
+class SimulateSerializer(StrictSerializer):
     """``policy`` quota: ``queue`` and ``max``; ``ask``: an ask id; ``job``: a job id.
     ``state``: optional overrides in the ``cluster-state`` vocabulary, applied in memory only."""
 

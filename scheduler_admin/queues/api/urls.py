@@ -1,5 +1,7 @@
 """Routes of the queue-configuration API (SPEC 7). ``{path}`` is a queue path, percent-encoded by
-clients where it holds ``/ # @ :``; the ``path`` converter accepts the decoded slashes."""
+clients where it holds ``/ # @ :``; the ``path`` converter accepts the decoded slashes.
+``simulate`` is accepted with and without a trailing slash, written ``(?:/)?`` so the schema
+shows the SPEC's path."""
 
 from django.urls import path, re_path
 
@@ -23,7 +25,7 @@ urlpatterns = [
         name="api-revision-revert",
     ),
     re_path(
-        r"^partitions/(?P<partition>[^/]+)/simulate/?$",
+        r"^partitions/(?P<partition>[^/]+)/simulate(?:/)?$",
         views.SimulateView.as_view(),
         name="api-simulate",
     ),

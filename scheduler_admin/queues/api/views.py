@@ -15,10 +15,8 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
-from rest_framework.generics import GenericAPIView, ListAPIView
-from rest_framework.parsers import FormParser
+from rest_framework.generics import ListAPIView
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -35,8 +33,9 @@ from preemption.hierarchy import ConfigErrors, Hierarchy, normalized_config, val
 from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin import limits
 from scheduler_admin.api.concurrency import expected_version, with_etag
+from scheduler_admin.api.pagination import StandardPagination
 from scheduler_admin.api.params import int_param
-from scheduler_admin.api.parsers import ConfigJSONParser, SafeJSONParser
+from scheduler_admin.api.parsers import FLAT_BODY_PARSERS, ConfigJSONParser
 from scheduler_admin.api.permissions import ADMIN, OPERATOR, VIEWER
 from scheduler_admin.cluster.adapters import queue_usage
 from scheduler_admin.cluster.models import Ask, AskState
@@ -50,6 +49,13 @@ from scheduler_admin.enforcement.previews import (
     simulation_options,
 )
 from scheduler_admin.queues import services
+from scheduler_admin.queues.api.responses import (
+    PlanSerializer,
+    QueueRowSerializer,
+    RevisionDetailSerializer,
+    ValidateResultSerializer,
+    saved_or_dry_run,
+)
 from scheduler_admin.queues.api.serializers import (
     ConfigPutBodySerializer,
     ConfigSerializer,
@@ -73,14 +79,20 @@ from scheduler_admin.queues.yaml_io import parse_queues_yaml, render_queues_yaml
 DRY_RUN = OpenApiParameter(
     "dry_run", OpenApiTypes.BOOL, description="validate and preview, save nothing"
 )
-#: Flat bodies (a comment and a version) may also be sent as a form; nested ones only as JSON.
-FLAT_BODY_PARSERS = [SafeJSONParser, FormParser]
 IF_MATCH = OpenApiParameter(
     "If-Match",
     OpenApiTypes.STR,
     OpenApiParameter.HEADER,
     description="The ETag you read, instead of (or agreeing with) `version` in the body.",
 )
+
+
+#: A YuniKorn ``queues.yaml`` document (its partitions; the server checks the rest).
+QUEUES_YAML = {
+    "type": "object",
+    "properties": {"partitions": {"type": "array", "items": {"type": "object"}}},
+    "description": "A YuniKorn queues.yaml document: `partitions`, each with its `queues`.",
+}
 
 
 def _dry_run(request: Request) -> bool:
@@ -91,6 +103,7 @@ def _partition(name: str) -> Partition:
     return services.get_partition(name)
 
 
+@extend_schema(summary="List partitions", description="Every partition with its settings.")
 class PartitionList(ListAPIView):
     """All partitions with their settings."""
 
@@ -105,14 +118,21 @@ class PartitionDetail(APIView):
 
     write_role = ADMIN
 
-    @extend_schema(responses=PartitionSerializer)
+    @extend_schema(summary="One partition's settings", responses=PartitionSerializer)
     def get(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
         return with_etag(
             Response(PartitionSerializer(obj).data), "partition", obj.name, obj.version
         )
 
-    @extend_schema(request=PartitionPatchSerializer, responses=PartitionSerializer)
+    @extend_schema(
+        summary="Change partition settings (admin)",
+        description="Each setting given is changed, as a new config revision (audited); "
+        "`comment` is required, `version` (or If-Match) is checked when given.",
+        request=PartitionPatchSerializer,
+        parameters=[IF_MATCH],
+        responses=PartitionSerializer,
+    )
     def patch(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
         body = PartitionPatchSerializer(data=request.data)
@@ -202,43 +222,40 @@ def _queue_row(
     }
 
 
-class QueueRowSerializer(serializers.Serializer):
-    """Schema of one queue in the API (rendered by ``_queue_row``)."""
+class QueueList(APIView):
+    """The partition's queues as a flat list ordered by path, so parents come before their
+    children and pages are stable (GET, viewer; paginated like every list; ``?under=PATH``
+    keeps one subtree); POST creates a queue under ``parent`` (admin).
 
-    path = serializers.CharField()
-    name = serializers.CharField()
-    parent = serializers.CharField(allow_null=True)
-    is_leaf = serializers.BooleanField()
-    guaranteed = serializers.DictField(child=serializers.CharField())
-    max = serializers.DictField(child=serializers.CharField())
-    properties = serializers.DictField(child=serializers.CharField())
-    effective = serializers.DictField()
-    usage = serializers.DictField(child=serializers.CharField())
-    pending = serializers.DictField(child=serializers.CharField())
-    version = serializers.IntegerField(allow_null=True)
-    quota_timer = serializers.DictField(allow_null=True)
-
-
-class QueueList(GenericAPIView):
-    """The partition's tree as a flat list, parents first (GET, viewer; ``?under=PATH`` keeps one
-    subtree); POST creates a queue under ``parent`` (admin)."""
+    An ``APIView`` paging a computed list: the rows are built from the config, not a queryset.
+    """
 
     write_role = ADMIN
-    pagination_class = None
-    filter_backends: list = []
+    pagination_class = StandardPagination
 
     @extend_schema(
+        summary="List queues",
+        description="Every queue with its effective values, usage, pending asks, version and "
+        "pending quota timer, ordered by path (parents first). Paginated.",
         parameters=[OpenApiParameter("under", OpenApiTypes.STR, description="subtree root")],
         responses=QueueRowSerializer(many=True),
     )
     def get(self, request: Request, partition: str) -> Response:
-        rows = _queue_rows(_partition(partition))
+        rows = sorted(_queue_rows(_partition(partition)), key=lambda row: row["path"])
         under = request.query_params.get("under")
         if under:
             rows = [r for r in rows if r["path"] == under or r["path"].startswith(under + ".")]
-        return Response(rows)
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(rows, request, view=self)
+        return paginator.get_paginated_response(page)
 
-    @extend_schema(request=QueueCreateSerializer, responses={201: QueueRowSerializer})
+    @extend_schema(
+        summary="Create a queue (admin)",
+        description="A new queue `name` under `parent`, validated with the whole partition and "
+        "saved as a new revision.",
+        request=QueueCreateSerializer,
+        responses={201: QueueRowSerializer},
+    )
     def post(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
         body = QueueCreateSerializer(data=request.data)
@@ -266,15 +283,20 @@ class QueueDetail(APIView):
                 return row
         raise services.NotFound(f"queue {path!r} does not exist in partition {partition.name!r}")
 
-    @extend_schema(responses=QueueRowSerializer)
+    @extend_schema(summary="One queue", responses=QueueRowSerializer)
     def get(self, request: Request, partition: str, path: str) -> Response:
         row = self._row(_partition(partition), path)
         return with_etag(Response(row), "queue", path, row["version"])
 
     @extend_schema(
+        summary="Change a queue's guaranteed, max or properties (operator)",
+        description="Each of `guaranteed`, `max` and `properties` given is replaced whole. "
+        "Answers the queue as saved, or with `?dry_run=true` the preview "
+        "`{dry_run, valid, timers, plans, ...}`: the quota timers the change would start or "
+        "reset and the plan each would run; nothing is saved. Unknown fields are a 400.",
         request=QueuePatchBodySerializer,
         parameters=[DRY_RUN, IF_MATCH],
-        responses={200: QueueRowSerializer, 409: OpenApiTypes.OBJECT},
+        responses={200: saved_or_dry_run(QueueRowSerializer, "QueueOrDryRun")},
     )
     def patch(self, request: Request, partition: str, path: str) -> Response:
         obj = _partition(partition)
@@ -301,7 +323,12 @@ class QueueDetail(APIView):
         row = self._row(obj, path)
         return with_etag(Response(row), "queue", path, row["version"])
 
-    @extend_schema(request=QueueDeleteBodySerializer, parameters=[IF_MATCH], responses={204: None})
+    @extend_schema(
+        summary="Delete a queue and its subtree (admin)",
+        request=QueueDeleteBodySerializer,
+        parameters=[IF_MATCH],
+        responses={204: None},
+    )
     def delete(self, request: Request, partition: str, path: str) -> Response:
         obj = _partition(partition)
         body = QueueDeleteSerializer(data=request.data)
@@ -324,8 +351,8 @@ class QueueDetail(APIView):
         return super().get_parsers()
 
     def check_permissions(self, request: Request) -> None:
-        if request.method == "DELETE":
-            self.write_role = ADMIN
+        # Set for every check: the browsable API asks one view about several methods.
+        self.write_role = ADMIN if request.method == "DELETE" else OPERATOR
         super().check_permissions(request)
 
 
@@ -345,16 +372,23 @@ class ConfigView(APIView):
     write_role = ADMIN
     parser_classes = [ConfigJSONParser]
 
-    @extend_schema(responses=ConfigSerializer)
+    @extend_schema(
+        summary="The whole partition config as JSON",
+        description="What a PUT takes back: edit it and send it with a `comment`.",
+        responses=ConfigSerializer,
+    )
     def get(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
         response = Response(config_to_json(obj.current_config(), obj.version))
         return with_etag(response, "config", obj.name, obj.version)
 
     @extend_schema(
+        summary="Replace the whole config from JSON (admin)",
+        description="Validated as a whole and saved atomically as a new revision; with "
+        "`?dry_run=true` the preview `{dry_run, valid, timers, plans, ...}`, nothing saved.",
         request=ConfigPutBodySerializer,
         parameters=[DRY_RUN, IF_MATCH],
-        responses=ConfigSerializer,
+        responses={200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun")},
     )
     def put(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
@@ -394,7 +428,12 @@ class ConfigYamlView(APIView):
 
     write_role = ADMIN
 
-    @extend_schema(responses={(200, "application/yaml"): OpenApiTypes.STR})
+    @extend_schema(
+        summary="The partition as YuniKorn queues.yaml",
+        description="`X-YuniKorn-Min-Version` names the oldest YuniKorn release that reads it "
+        "as this product does, when there is one.",
+        responses={(200, "application/yaml"): QUEUES_YAML},
+    )
     def get(self, request: Request, partition: str) -> HttpResponse:
         obj = _partition(partition)
         config = obj.current_config()
@@ -406,7 +445,7 @@ class ConfigYamlView(APIView):
         return response
 
     @extend_schema(
-        request={"application/yaml": OpenApiTypes.STR},
+        request={"application/yaml": QUEUES_YAML},
         parameters=[
             DRY_RUN,
             OpenApiParameter(
@@ -422,7 +461,13 @@ class ConfigYamlView(APIView):
             ),
             IF_MATCH,
         ],
-        responses={200: ConfigSerializer, 201: ConfigSerializer},
+        summary="Replace the config from a queues.yaml body (admin)",
+        description="Creates the partition (201) when it does not exist yet; otherwise "
+        "replaces its config (200), or with `?dry_run=true` previews it, saving nothing.",
+        responses={
+            200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun"),
+            201: OpenApiResponse(ConfigSerializer, description="The partition was created."),
+        },
     )
     def put(self, request: Request, partition: str) -> Response:
         _comment_param(request)  # a bad comment is refused before the body is parsed
@@ -466,7 +511,13 @@ class ConfigValidateView(APIView):
     write_role = VIEWER
     parser_classes = [ConfigJSONParser]
 
-    @extend_schema(request=ConfigSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        summary="Check a JSON config without saving",
+        description="200 `{valid: true, changes, ...}` with what saving it would change, or "
+        "400 with every error.",
+        request=ConfigSerializer,
+        responses=ValidateResultSerializer,
+    )
     def post(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
         body = ConfigSerializer(data=request.data)
@@ -485,6 +536,7 @@ class ConfigValidateView(APIView):
         )
 
 
+@extend_schema(summary="List config revisions", description="Newest first.")
 class RevisionList(ListAPIView):
     serializer_class = RevisionSerializer
     filterset_fields = ["kind", "author_name"]
@@ -508,7 +560,8 @@ class RevisionDetail(APIView):
                 description="The revision to diff against (default: the previous one).",
             )
         ],
-        responses=OpenApiTypes.OBJECT,
+        summary="One revision with its diff and config",
+        responses=RevisionDetailSerializer,
     )
     def get(self, request: Request, partition: str, number: int) -> Response:
         obj = _partition(partition)
@@ -539,6 +592,8 @@ class RevisionRevert(APIView):
     parser_classes = FLAT_BODY_PARSERS
 
     @extend_schema(
+        summary="Revert to revision N (admin)",
+        description="A new revision equal to revision N, validated like any change.",
         request=RevertSerializer,
         parameters=[IF_MATCH],
         responses={
@@ -568,7 +623,13 @@ class SimulateView(APIView):
 
     write_role = VIEWER
 
-    @extend_schema(request=SimulateSerializer, responses=OpenApiTypes.OBJECT)
+    @extend_schema(
+        summary="Plan one decision without saving anything",
+        description="`quota`: a queue and a hypothetical max; `ask`: a pending ask; `job`: a "
+        "job. Optional `state` overrides in the cluster-state vocabulary, in memory only.",
+        request=SimulateSerializer,
+        responses=PlanSerializer,
+    )
     def post(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
         body = SimulateSerializer(data=request.data)
