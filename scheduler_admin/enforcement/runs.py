@@ -793,6 +793,7 @@ def _preempt_victim(run: PreemptionRun, victim: RunVictim, token: int) -> None:
             f"(eviction order {order.pk})",
             data={
                 "run": run.pk,
+                "allocation": victim.allocation_id,
                 "order": order.pk,
                 "position": victim.position,
                 "resources": victim.resources,
