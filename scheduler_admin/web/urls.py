@@ -12,4 +12,5 @@ urlpatterns = [
     path("", include("scheduler_admin.web.history.urls")),
     path("", include("scheduler_admin.web.activity.urls")),
     path("", include("scheduler_admin.web.simulator.urls")),
+    path("", include("scheduler_admin.web.glossary.urls")),
 ]
