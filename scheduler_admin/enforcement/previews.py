@@ -16,8 +16,9 @@ from django.utils import timezone
 
 from preemption import resources
 from preemption.config import PartitionConfig
-from preemption.model import Options, Plan
-from preemption.policies import plan_ask, plan_job, plan_quota_change
+from preemption.explain import CandidateRecord, explain
+from preemption.model import ClusterState, Options, Plan
+from preemption.policies import plan_ask, plan_job, plan_quota, plan_quota_change, with_new_max
 from preemption.timers import QuotaTimer, timers_after_save
 from scheduler_admin.cluster.adapters import load_cluster_state, with_overrides
 from scheduler_admin.cluster.services import ClusterStateBody
@@ -30,8 +31,18 @@ from scheduler_admin.queues.models import Partition
 
 @dataclass(frozen=True)
 class ChangePreview:
+    """The timers a change would start or reset, the plan each would run, and the state those
+    plans were made on (with the new config), which ``preemption.explain`` needs to describe
+    them."""
+
     timers: dict[str, QuotaTimer]
     plans: dict[str, Plan]
+    state: ClusterState | None = None
+
+    def described(self, path: str) -> list[CandidateRecord]:
+        """Every candidate of ``path``'s plan with its facts and specific reason."""
+        assert self.state is not None
+        return explain(self.state, self.plans[path], path)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -81,7 +92,7 @@ def preview_change(
         path: plan_quota_change(state, path, new_config.queues_by_path()[path].max, now)
         for path in started
     }
-    return ChangePreview(timers=started, plans=plans)
+    return ChangePreview(timers=started, plans=plans, state=state)
 
 
 def simulation_options(
@@ -115,6 +126,30 @@ def simulate(
     partition: Partition, *, policy: str, target: str, new_max: dict[str, int] | None,
     options: Options, now: datetime | None = None, overrides: ClusterStateBody | None = None,
 ) -> Plan:  # fmt: skip
+    """The plan of ``simulation`` (same arguments), for callers that show the plan alone."""
+    return simulation(
+        partition, policy=policy, target=target, new_max=new_max, options=options, now=now,
+        overrides=overrides,
+    ).plan  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A what-if plan with the state it was made on, so its candidates can be described."""
+
+    state: ClusterState
+    plan: Plan
+    subject: str
+    options: Options
+
+    def described(self) -> list[CandidateRecord]:
+        return explain(self.state, self.plan, self.subject, self.options)
+
+
+def simulation(
+    partition: Partition, *, policy: str, target: str, new_max: dict[str, int] | None,
+    options: Options, now: datetime | None = None, overrides: ClusterStateBody | None = None,
+) -> Simulation:  # fmt: skip
     """Plan one decision on the current state, saving nothing (the simulator page and API).
 
     ``policy`` ``quota``: ``target`` is a queue path and ``new_max`` its hypothetical max (the
@@ -131,11 +166,12 @@ def simulate(
         assert new_max is not None
         if state.config.queue(target) is None:
             raise UnknownTarget("queue", f"no queue {target!r}")
-        return plan_quota_change(state, target, new_max, now)
+        state = with_new_max(state, target, new_max)
+        return Simulation(state, plan_quota(state, target, now), target, options)
     if policy == "job":
         if not any(ask.job == target for ask in state.asks):
             raise UnknownTarget("job", f"no pending ask belongs to job {target!r}")
-        return plan_job(state, target, now, options)
+        return Simulation(state, plan_job(state, target, now, options), target, options)
     if target not in state.asks_by_id:
         raise UnknownTarget("ask", f"no pending ask {target!r}")
-    return plan_ask(state, target, now, options)
+    return Simulation(state, plan_ask(state, target, now, options), target, options)

@@ -22,6 +22,7 @@ PAGES = [
     "/runs/",
     "/audit/",
     "/simulator/?partition=default",
+    "/glossary/",
 ]
 
 # For every visible form control: does it have an accessible name (a <label for>, a wrapping
