@@ -19,6 +19,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 
 from preemption import resources
@@ -36,17 +37,13 @@ EXPLANATION_FIELDS = [
 _COLUMNS = {"queue": "queue_path", "node": "node_name"}
 
 
-def candidate_rows(run: PreemptionRun) -> Iterator[dict[str, Any]]:
-    """Every candidate of the run, by candidate id (the plan's order), as plain JSON values:
-    resources as exact quantity strings, times in ISO 8601 UTC."""
+def explanation_items(candidates: QuerySet[RunCandidate]) -> Iterator[dict[str, Any]]:
+    """The given candidates, in the queryset's order, as the API's explanations read (the
+    fields of ``api.serializers.ExplanationSerializer``): resources as exact quantity strings,
+    times in ISO 8601 UTC. Read with ``values_list`` in chunks, not as model instances, since a
+    run can have 100,000 of them."""
     fields = [_COLUMNS.get(name, name) for name in EXPLANATION_FIELDS]
-    rows = (
-        RunCandidate.objects.filter(run=run)
-        .order_by("candidate")
-        .values_list(*fields)
-        .iterator(chunk_size=CHUNK_SIZE)
-    )
-    for row in rows:
+    for row in candidates.values_list(*fields).iterator(chunk_size=CHUNK_SIZE):
         item = dict(zip(EXPLANATION_FIELDS, row, strict=True))
         item["resources"] = resources.format_resources(item["resources"] or {})
         for key in ("remaining_before", "remaining_after"):
@@ -58,6 +55,11 @@ def candidate_rows(run: PreemptionRun) -> Iterator[dict[str, Any]]:
         if item["created_at"] is not None:
             item["created_at"] = iso(item["created_at"])
         yield item
+
+
+def candidate_rows(run: PreemptionRun) -> Iterator[dict[str, Any]]:
+    """Every candidate of the run, by candidate id (the plan's order)."""
+    return explanation_items(RunCandidate.objects.filter(run=run).order_by("candidate"))
 
 
 def _cell(value: Any) -> str:

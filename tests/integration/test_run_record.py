@@ -28,6 +28,7 @@ from django.test import Client
 from preemption.model import Reason
 from scheduler_admin.cluster.models import Allocation
 from scheduler_admin.enforcement import record, runs
+from scheduler_admin.enforcement.api.serializers import ExplanationSerializer
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, RunCandidate
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Queue
@@ -178,6 +179,8 @@ def test_the_api_and_the_exports_still_explain_every_candidate_after_the_tasks_a
         assert explanations[candidate]["node"] == "n1"
     assert explanations["a1"]["qos"] == "Guaranteed" and explanations["b1"]["budget"] == "web"
     assert explanations["a2"]["application"] == FORMULA
+    for candidate in gone_run.candidates.all():  # the documented shape is the one served
+        assert ExplanationSerializer(candidate).data == explanations[candidate.candidate]
 
     exported = viewer.get(f"/api/v1/runs/{gone_run.pk}/export.json")
     assert exported.status_code == 200
