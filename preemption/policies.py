@@ -29,6 +29,7 @@ __all__ = [
     "plan_quota",
     "plan_quota_change",
     "plan_required_node",
+    "with_new_max",
 ]
 
 
@@ -36,6 +37,12 @@ def plan_quota_change(
     state: ClusterState, queue: str, new_max: Mapping[str, int], now: datetime
 ) -> Plan:
     """Quota enforcement for ``queue`` once its max is ``new_max`` (saved, delay passed)."""
+    return plan_quota(with_new_max(state, queue, new_max), queue, now)
+
+
+def with_new_max(state: ClusterState, queue: str, new_max: Mapping[str, int]) -> ClusterState:
+    """``state`` with ``queue``'s max replaced: the state a quota change is planned on, which
+    is also the state ``preemption.explain`` must be given to describe that plan."""
     current = state.config.queue(queue)
     if current is None:
         raise KeyError(f"no queue {queue!r}")
@@ -45,7 +52,7 @@ def plan_quota_change(
         # Usage depends on the tree and the allocations, not on max: keep the computed roll-up
         # (the cached_property's value) instead of summing every allocation again.
         changed.__dict__["usage"] = state.__dict__["usage"]
-    return plan_quota(changed, queue, now)
+    return changed
 
 
 def plan_ask(state: ClusterState, ask_id: str, now: datetime, options: Options) -> Plan:

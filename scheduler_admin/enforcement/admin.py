@@ -5,6 +5,7 @@ from scheduler_admin.enforcement.models import (
     PreemptionRun,
     QueueLock,
     QuotaTimer,
+    RunCandidate,
     RunVictim,
 )
 from scheduler_admin.web.admin_mixins import ReadOnlyAdmin
@@ -25,6 +26,12 @@ class PreemptionRunAdmin(ReadOnlyAdmin):
 @admin.register(RunVictim)
 class RunVictimAdmin(ReadOnlyAdmin):
     list_display = ("allocation_id", "run", "position", "preempted_at")
+
+
+@admin.register(RunCandidate)
+class RunCandidateAdmin(ReadOnlyAdmin):
+    list_display = ("candidate", "run", "accepted", "reason", "position", "queue_path")
+    list_filter = ("reason", "accepted")
 
 
 @admin.register(EvictionOrder)

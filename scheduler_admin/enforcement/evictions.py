@@ -65,7 +65,7 @@ def acknowledge_eviction(
     (the second call changes nothing and writes no event)."""
     now = timezone.now()
     with transaction.atomic():
-        orders = EvictionOrder.objects.select_for_update().select_related("partition")
+        orders = EvictionOrder.objects.select_for_update().select_related("partition", "victim")
         if partition_name is not None:
             orders = orders.filter(partition__name=partition_name)
         order = orders.filter(pk=order_id).first()
@@ -85,18 +85,47 @@ def acknowledge_eviction(
         ).exclude(state=AllocationState.RELEASED).update(
             state=AllocationState.RELEASED, state_changed_at=now
         )
-        record_event(
+        _eviction_event(
             AuditKind.EVICTION_ACKNOWLEDGED,
+            order,
             actor=actor,
             at=now,
-            partition_name=order.partition.name,
-            object_type="eviction",
-            object_id=str(order.pk),
             summary=f"Eviction of {order.allocation_id} acknowledged ({via}); "
             "the task no longer counts towards usage",
-            data={"order": order.pk, "allocation": order.allocation_id, "via": via},
+            data={"via": via},
         )
     return order
+
+
+def _eviction_event(
+    kind: AuditKind,
+    order: EvictionOrder,
+    *,
+    actor: AbstractBaseUser | None,
+    at: datetime,
+    summary: str,
+    data: dict[str, Any],
+) -> None:
+    """Audit one step of an eviction with where it happened: the partition and the victim's
+    queue on the event (so the audit filters by partition and queue find it), and the run,
+    the order, the task (allocation id) and whether the eviction is soft in its data."""
+    record_event(
+        kind,
+        actor=actor,
+        at=at,
+        partition_name=order.partition.name,
+        queue_path=order.victim.queue_path,
+        object_type="eviction",
+        object_id=str(order.pk),
+        summary=summary,
+        data={
+            "order": order.pk,
+            "run": order.run_id,
+            "allocation": order.allocation_id,
+            "soft": order.soft,
+            **data,
+        },
+    )
 
 
 def order_payload(order: EvictionOrder) -> dict[str, Any]:
@@ -270,7 +299,7 @@ def _claim(order_id: int, seen_next: datetime | None, *, claim_until: datetime) 
     ).update(next_attempt_at=claim_until)
     if not claimed:
         return None
-    order = EvictionOrder.objects.select_related("partition").get(pk=order_id)
+    order = EvictionOrder.objects.select_related("partition", "victim").get(pk=order_id)
     body = json.dumps(order_payload(order), sort_keys=True).encode()
     headers = {
         "Content-Type": "application/json",
@@ -366,14 +395,12 @@ def _schedule_retry(order: EvictionOrder, error: str) -> None:
     )
     logger.warning("eviction order %s: delivery %s failed (%s); retry in %ss",
                    order.pk, attempts, error, delay)  # fmt: skip
-    record_event(
+    _eviction_event(
         AuditKind.EVICTION_DELIVERY_FAILED,
+        order,
         actor=None,
         at=now,
-        partition_name=order.partition.name,
-        object_type="eviction",
-        object_id=str(order.pk),
         summary=f"Webhook delivery {attempts} of eviction order {order.pk} failed: {error}; "
         f"retrying in {delay}s",
-        data={"order": order.pk, "attempt": attempts, "error": error},
+        data={"attempt": attempts, "error": error},
     )

@@ -13,7 +13,7 @@ Correctness rests on PostgreSQL constraints, not on the workers behaving:
 from __future__ import annotations
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 
 from scheduler_admin.limits import (
     ACKNOWLEDGED_BY_MAX_LENGTH,
@@ -104,9 +104,9 @@ class PreemptionRun(models.Model):
 
     Steps (``services.runs``): a sweep creates it ``pending``; a worker claims it (``running``,
     new fence token, lease); the first step plans and stores the victims as ``RunVictim`` rows
-    with the plan's explanations; then each victim is preempted (idempotently); the run ends
-    ``finished`` with the plan's outcome. A resumed run (after its worker died) finishes the stored
-    victim list and never plans again.
+    and every explained candidate, with its facts and reason, as a ``RunCandidate`` row; then
+    each victim is preempted (idempotently); the run ends ``finished`` with the plan's outcome. A
+    resumed run (after its worker died) finishes the stored victim list and never plans again.
     """
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="runs")
@@ -131,7 +131,10 @@ class PreemptionRun(models.Model):
     targets = models.JSONField(default=dict, blank=True)
     freed = models.JSONField(default=dict, blank=True)
     nominations = models.JSONField(default=dict, blank=True)
-    explanations = models.JSONField(default=list, blank=True)
+    #: What the plan was for, as the state had it when the run planned (``preemption.explain.
+    #: subject_facts``): the queue with its usage, max, guarantee and target, or the ask (id,
+    #: queue, priority, resources, ...), or the job. Empty until planned.
+    subject = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
 
     class Meta:
@@ -171,6 +174,61 @@ class RunVictim(models.Model):
 
     def __str__(self) -> str:
         return f"{self.allocation_id} (run {self.run_id})"
+
+
+class RunCandidate(models.Model):
+    """One candidate a run's plan explained, with the facts the decision used, as they were.
+
+    Written once, with the victims, when the run plans (``runs._store_plan``), from
+    ``preemption.explain``: the run page, ``runs/{id}/`` and the run's exports read these rows
+    only, never the live cluster, so they still answer "why this task?" after the task is gone.
+    A table rather than a JSON list on the run: a plan can explain 100,000 candidates, which
+    pages, filters by reason and counts here without loading them all.
+
+    ``position`` is the 1-based place among the plan's victims (null for the others), ``rank``
+    the place in the policy's walk order (null when a static rule stopped the candidate).
+    ``remaining_before`` / ``remaining_after`` map a scope (a leaf queue, ``node <name>`` or a
+    queue whose max the ask would exceed) to what was still to be freed there. Runs planned
+    before this table existed were converted from their JSON explanations: their facts come
+    from the victims' rows where known and are empty otherwise, and their ``detail`` is empty.
+    """
+
+    run = models.ForeignKey(PreemptionRun, on_delete=models.CASCADE, related_name="candidates")
+    candidate = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
+    accepted = models.BooleanField()
+    reason = models.CharField(max_length=40)
+    detail = models.TextField(blank=True)
+    position = models.PositiveIntegerField(null=True, blank=True)
+    rank = models.PositiveIntegerField(null=True, blank=True)
+    queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH, blank=True)
+    application = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
+    node_name = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
+    resources = models.JSONField(default=dict, blank=True)
+    priority = models.IntegerField(null=True, blank=True)
+    qos = models.CharField(max_length=20, blank=True)
+    created_at = models.DateTimeField(null=True, blank=True)
+    originator = models.BooleanField(null=True, blank=True)
+    allow_preemption = models.BooleanField(null=True, blank=True)
+    budget = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
+    required_node = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
+    remaining_before = models.JSONField(null=True, blank=True)
+    remaining_after = models.JSONField(null=True, blank=True)
+
+    #: The order every reader lists candidates in: victims in the order taken, then the others
+    #: by id (the engine's order).
+    ORDER = (F("position").asc(nulls_last=True), "candidate")
+
+    class Meta:
+        ordering = ["run", F("position").asc(nulls_last=True), "candidate"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "candidate"], name="candidate_unique_in_run"),
+        ]
+        indexes = [
+            models.Index(fields=["run", "reason"], name="candidate_run_reason"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.candidate} (run {self.run_id}: {self.reason})"
 
 
 class EvictionStatus(models.TextChoices):

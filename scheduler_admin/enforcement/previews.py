@@ -16,11 +16,13 @@ from django.utils import timezone
 
 from preemption import resources
 from preemption.config import PartitionConfig
-from preemption.model import Options, Plan
-from preemption.policies import plan_ask, plan_job, plan_quota_change
+from preemption.explain import CandidateRecord, explain
+from preemption.model import ClusterState, Options, Plan
+from preemption.policies import plan_ask, plan_job, plan_quota, plan_quota_change, with_new_max
 from preemption.timers import QuotaTimer, timers_after_save
 from scheduler_admin.cluster.adapters import load_cluster_state, with_overrides
 from scheduler_admin.cluster.services import ClusterStateBody
+from scheduler_admin.enforcement.exports import api_item
 from scheduler_admin.enforcement.models import QuotaTimer as TimerRow
 from scheduler_admin.enforcement.models import TimerStatus
 from scheduler_admin.enforcement.runs import active_run_queues
@@ -33,13 +35,21 @@ class ChangePreview:
     """``timers``: the timers the change starts or resets (``reset`` names those replacing a
     pending one), with the plan each would run. ``cancelled``: queues whose pending timer the
     change ends (a pure increase of the max, quota preemption now off or the delay now 0, the
-    queue removed). ``to_json`` is the API's dry-run body, which lists ``timers`` and ``plans``.
+    queue removed). ``state`` is the state those plans were made on (with the new config), which
+    ``preemption.explain`` needs to describe them. ``to_json`` is the API's dry-run body, which
+    lists ``timers`` and ``plans``.
     """
 
     timers: dict[str, QuotaTimer]
     plans: dict[str, Plan]
     reset: frozenset[str] = frozenset()
     cancelled: tuple[str, ...] = ()
+    state: ClusterState | None = None
+
+    def described(self, path: str) -> list[CandidateRecord]:
+        """Every candidate of ``path``'s plan with its facts and specific reason."""
+        assert self.state is not None
+        return explain(self.state, self.plans[path], path)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -52,15 +62,20 @@ class ChangePreview:
                 for timer in sorted(self.timers.values(), key=lambda t: t.queue)
             ],
             "plans": [
-                {"queue": queue, **plan_json(plan)} for queue, plan in sorted(self.plans.items())
+                {"queue": queue, **plan_json(plan, self.described(queue))}
+                for queue, plan in sorted(self.plans.items())
             ],
         }
 
 
-def plan_json(plan: Plan) -> dict[str, Any]:
+def plan_json(plan: Plan, records: Sequence[CandidateRecord]) -> dict[str, Any]:
     """A plan for API bodies: quantities as strings, so they read back the same (vcore "10" is
-    10 cores, while a bare 10000 would be read as 10000 cores)."""
+    10 cores, while a bare 10000 would be read as 10000 cores), and every candidate explained as
+    a stored run explains it (``preemption.explain``: facts and the specific reason)."""
     body = plan.to_json()
+    body["explanations"] = [
+        api_item(record.to_json()) for record in sorted(records, key=lambda r: r.candidate)
+    ]
     body["targets"] = {
         path: resources.format_resources(amounts) for path, amounts in plan.targets.items()
     }
@@ -92,7 +107,7 @@ def preview_change(
         path: plan_quota_change(state, path, new_config.queues_by_path()[path].max, now)
         for path in started
     }
-    return ChangePreview(timers=started, plans=plans, reset=reset, cancelled=cancelled)
+    return ChangePreview(timers=started, plans=plans, reset=reset, cancelled=cancelled, state=state)
 
 
 def simulation_options(
@@ -122,10 +137,23 @@ class UnknownTarget(ValueError):
         self.field = field
 
 
-def simulate(
+@dataclass(frozen=True)
+class Simulation:
+    """A what-if plan with the state it was made on, so its candidates can be described."""
+
+    state: ClusterState
+    plan: Plan
+    subject: str
+    options: Options
+
+    def described(self) -> list[CandidateRecord]:
+        return explain(self.state, self.plan, self.subject, self.options)
+
+
+def simulation(
     partition: Partition, *, policy: str, target: str, new_max: dict[str, int] | None,
     options: Options, now: datetime | None = None, overrides: ClusterStateBody | None = None,
-) -> Plan:  # fmt: skip
+) -> Simulation:  # fmt: skip
     """Plan one decision on the current state, saving nothing (the simulator page and API).
 
     ``policy`` ``quota``: ``target`` is a queue path and ``new_max`` its hypothetical max (the
@@ -142,11 +170,12 @@ def simulate(
         assert new_max is not None
         if state.config.queue(target) is None:
             raise UnknownTarget("queue", f"no queue {target!r}")
-        return plan_quota_change(state, target, new_max, now)
+        state = with_new_max(state, target, new_max)
+        return Simulation(state, plan_quota(state, target, now), target, options)
     if policy == "job":
         if not any(ask.job == target for ask in state.asks):
             raise UnknownTarget("job", f"no pending ask belongs to job {target!r}")
-        return plan_job(state, target, now, options)
+        return Simulation(state, plan_job(state, target, now, options), target, options)
     if target not in state.asks_by_id:
         raise UnknownTarget("ask", f"no pending ask {target!r}")
-    return plan_ask(state, target, now, options)
+    return Simulation(state, plan_ask(state, target, now, options), target, options)

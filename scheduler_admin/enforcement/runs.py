@@ -15,8 +15,10 @@ Lifecycle of a run:
    ``pending -> fired`` update is conditional, so only one sweeper fires it.
 2. **Claimed** by ``execute_run``: the queue's fencing token is raised and copied to the run,
    with a lease. A second worker cannot claim a run whose lease is alive.
-3. **Planned** once: the victims are stored as ``RunVictim`` rows with the explanations. A run
-   that is resumed after its worker died finds ``planned`` set and never selects again.
+3. **Planned** once: the victims are stored as ``RunVictim`` rows, and every explained candidate
+   with the facts the decision used and its specific reason as a ``RunCandidate`` row (the
+   record the run page, the API and the exports read). A run that is resumed after its worker
+   died finds ``planned`` set and never selects again.
 4. **Executed**: each victim, in order, is marked preempted (conditional update), gets one
    eviction order (unique per allocation) and turns ``preempting``. Every write first checks
    that the queue's token is still the run's: a worker that lost its lease writes nothing.
@@ -62,6 +64,7 @@ from scheduler_admin.enforcement.models import (
     RunVictim,
     TimerStatus,
 )
+from scheduler_admin.enforcement.record import Described, store_candidates
 from scheduler_admin.enforcement.timers import as_engine_timer, record_timer_event
 from scheduler_admin.limits import WORKER_NAME_MAX_LENGTH
 from scheduler_admin.queues.models import Partition
@@ -378,7 +381,7 @@ def _sweep_partition_asks(partition: Partition, now: datetime) -> list[int]:
         if plan.outcome == Outcome.DOES_NOT_HELP:
             _retry_later(partition, state, ask, now)
             continue
-        run = _start_ask_run(partition, ask, plan, now)
+        run = _start_ask_run(partition, state, ask, plan, now)
         if run is not None:
             created.append(run.pk)
             active.add(ask.queue)
@@ -407,12 +410,18 @@ def _retry_later(
 
 
 def _start_ask_run(
-    partition: Partition, ask: engine.Ask, plan: Plan, now: datetime
+    partition: Partition,
+    state: engine.ClusterState,
+    ask: engine.Ask,
+    plan: Plan,
+    now: datetime,
 ) -> PreemptionRun | None:
-    """Create a run whose victims are already chosen (the sweep's plan is the first step)."""
+    """Create a run whose victims are already chosen (the sweep's plan, made on ``state``, is
+    the first step), described before the run-creation lock is taken."""
     trigger, trigger_id = (
         ("job", ask.job) if plan.policy == engine.PolicyName.JOB else ("ask", ask.id)
     )
+    described = Described.of(state, plan, trigger_id or ask.id)
     try:
         with transaction.atomic():
             _lock_run_creation(partition)
@@ -429,7 +438,7 @@ def _start_ask_run(
                 trigger_id=trigger_id,
                 created_at=now,
             )
-            _store_plan(run, plan)
+            _store_plan(run, plan, described)
             _reserve_nodes(partition, ask, plan)
             _run_event(
                 AuditKind.RUN_STARTED,
@@ -681,14 +690,17 @@ def _check_token(run: PreemptionRun, token: int, now: datetime) -> None:
 
 
 def _plan_run(run: PreemptionRun, token: int) -> None:
-    """First step of a quota run: decide the victims on the current state and store them."""
+    """First step of a quota run: decide the victims on the current state, describe every
+    candidate with its facts (``preemption.explain``, outside the transaction: it may take a
+    few seconds on a big plan) and store both under the run's fencing token."""
     now = timezone.now()
     others = active_run_queues(run.partition) - {run.queue_path}
     state = load_cluster_state(run.partition, running_runs=others)
     plan = plan_quota(state, run.queue_path, now)
+    described = Described.of(state, plan, run.queue_path)
     with transaction.atomic():
         _check_token(run, token, now)
-        vanished = _store_plan(run, plan)
+        vanished = _store_plan(run, plan, described)
         _run_event(
             AuditKind.RUN_PLANNED,
             run,
@@ -706,48 +718,50 @@ def _plan_run(run: PreemptionRun, token: int) -> None:
         )
 
 
-def _store_plan(run: PreemptionRun, plan: Plan) -> list[str]:
-    """Store the plan's victims and explanations on the run; returns the victims that vanished.
+def _store_plan(run: PreemptionRun, plan: Plan, described: Described) -> list[str]:
+    """Store the plan on the run: its victims (``RunVictim``, in the order taken), every
+    explained candidate with the facts the decision used (``RunCandidate``, written in bulk by
+    ``record.store_candidates``), and the subject's facts. Returns the victims that vanished.
 
     The cluster keeps pushing state while a run plans: a victim whose allocation was removed in
-    between has already freed its resources, so it is left out of the victim list (and named in
-    the audit event) instead of failing the run.
+    between has already freed its resources, so it is left out of the victim list (its candidate
+    row says so, and the audit event names it) instead of failing the run. Victims' queue, node
+    and resources are those of the state the plan was made on, as every candidate's are.
     """
-    by_id = {}
+    present: set[str] = set()
     if plan.victims:
-        by_id = {
-            row[0]: row
-            for row in Allocation.objects.filter(
+        present = set(
+            Allocation.objects.filter(
                 partition=run.partition, external_id__in=plan.victims
-            ).values_list("external_id", "queue_path", "node_name", "resources")
-        }
-    present = [victim for victim in plan.victims if victim in by_id]
+            ).values_list("external_id", flat=True)
+        )
+    chosen = {record.candidate: record for record in described.candidates if record.accepted}
     RunVictim.objects.bulk_create(
         [
             RunVictim(
                 run=run,
                 position=index,
                 allocation_id=victim,
-                queue_path=by_id[victim][1],
-                node_name=by_id[victim][2],
-                resources=by_id[victim][3],
+                queue_path=chosen[victim].queue,
+                node_name=chosen[victim].node,
+                resources=dict(chosen[victim].resources),
             )
-            for index, victim in enumerate(present)
+            for index, victim in enumerate(v for v in plan.victims if v in present)
         ]
     )
+    vanished = [victim for victim in plan.victims if victim not in present]
+    store_candidates(run, described.candidates, set(vanished))
     run.planned = True
     run.outcome = str(plan.outcome)
     run.node = plan.node or ""
     run.targets = {path: dict(amounts) for path, amounts in plan.targets.items()}
     run.freed = dict(plan.freed)
     run.nominations = dict(plan.nominations)
-    run.explanations = [explanation.to_json() for explanation in plan.explanations]
+    run.subject = described.subject
     run.save(
-        update_fields=[
-            "planned", "outcome", "node", "targets", "freed", "nominations", "explanations",
-        ]
-    )  # fmt: skip
-    return [victim for victim in plan.victims if victim not in by_id]
+        update_fields=["planned", "outcome", "node", "targets", "freed", "nominations", "subject"]
+    )
+    return vanished
 
 
 def _preempt_victim(run: PreemptionRun, victim: RunVictim, token: int) -> None:
@@ -793,6 +807,7 @@ def _preempt_victim(run: PreemptionRun, victim: RunVictim, token: int) -> None:
             f"(eviction order {order.pk})",
             data={
                 "run": run.pk,
+                "allocation": victim.allocation_id,
                 "order": order.pk,
                 "position": victim.position,
                 "resources": victim.resources,

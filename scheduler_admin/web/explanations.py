@@ -1,10 +1,13 @@
 """Plain words for the engine's reason codes and outcomes, shared by every page that shows a plan
 (run detail, change preview, simulator). Each reason cites the rule of SPEC section 4 (and the law
-of seed 000) it comes from, so an auditor can look it up."""
+of seed 000) it comes from, and has an entry in the glossary (``/glossary/``, ``web.glossary``):
+pages link the words to it, so "Law 7" is never left for the reader to look up."""
 
 from __future__ import annotations
 
 from typing import NamedTuple
+
+from django.urls import reverse
 
 from preemption.model import Reason
 
@@ -83,3 +86,19 @@ def reason_text(code: str) -> ReasonText:
 
 def outcome_text(outcome: str) -> str:
     return OUTCOMES.get(outcome, outcome)
+
+
+def reason_anchor(code: str) -> str:
+    """The glossary entry of a reason code (``reason-law6_higher_priority``); "" when the
+    glossary does not know the code."""
+    return f"reason-{code}" if code in REASONS else ""
+
+
+def outcome_anchor(outcome: str) -> str:
+    """The glossary entry of an outcome (``outcome-short``); "" for an unknown one."""
+    return f"outcome-{outcome}" if outcome in OUTCOMES else ""
+
+
+def glossary_url(anchor: str) -> str:
+    """Where an entry of the glossary is (``/glossary/#reason-victim``); "" without an anchor."""
+    return f"{reverse('glossary')}#{anchor}" if anchor else ""

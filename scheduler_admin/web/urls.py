@@ -15,4 +15,5 @@ urlpatterns = [
     path("", include("scheduler_admin.web.timers.urls")),
     path("", include("scheduler_admin.web.users.urls")),
     path("", include("scheduler_admin.web.live.urls")),
+    path("", include("scheduler_admin.web.glossary.urls")),
 ]

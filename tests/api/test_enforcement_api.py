@@ -216,15 +216,41 @@ def test_a_run_shows_its_victims_and_explanations(run, viewer):
     assert body["freed"] == {"memory": "110G"}
     assert body["nominations"] == {}
     assert body["victim_count"] == 3
+    assert body["subject"] == {
+        "queue": "root.team", "usage": {"memory": "180G"}, "max": {"memory": "100G"},
+        "guaranteed": {}, "target": {"memory": "80G"},
+    }  # fmt: skip
     assert [v["allocation_id"] for v in body["victims"]] == ["a2", "b2", "b1"]
-    assert body["victims"][0] == {
+    first = body["victims"][0]
+    why = first.pop("explanation")
+    assert first == {
         "position": 0, "allocation_id": "a2", "queue": "root.team.a", "node": "n1",
         "resources": {"memory": "30G"}, "preempted_at": "2026-03-01T12:00:02Z",
     }  # fmt: skip
+    assert (why["candidate"], why["reason"], why["position"], why["rank"]) == ("a2", "victim", 1, 1)
+    assert why["detail"] == (
+        "victim #1, 1st in the order of root.team.a: non-originator, priority 0, preemption "
+        "allowed, created 2026-03-01T10:02:00Z; root.team.a had memory 20G left to free before "
+        "it, 0 (root.team.a's target is met) after"
+    )
+    assert why["remaining_before"] == {"root.team.a": {"memory": "20G"}}
+    assert why["remaining_after"] == {"root.team.a": {}}
+    assert body["victims"][2]["explanation"]["detail"].startswith("victim #3, 2nd in the order")
+
     explanations = {e["candidate"]: e for e in body["explanations"]}
-    assert explanations["b3"] == {"candidate": "b3", "accepted": False,
-                                  "reason": "daemonset_excluded"}  # fmt: skip
-    assert explanations["a2"]["accepted"] is True
+    assert list(explanations) == ["a1", "a2", "b1", "b2", "b3"]  # the plan's order: by id
+    assert explanations["b3"] == {
+        "candidate": "b3", "accepted": False, "reason": "daemonset_excluded",
+        "detail": "DaemonSet pod (required node n1): never a quota victim",
+        "position": None, "rank": None, "queue": "root.team.b", "application": "b3",
+        "node": "n1", "resources": {"memory": "40G"}, "priority": 0, "qos": "",
+        "created_at": "2026-03-01T10:05:00Z", "originator": False, "allow_preemption": True,
+        "budget": "", "required_node": "n1", "remaining_before": None, "remaining_after": None,
+    }  # fmt: skip
+    assert explanations["a1"]["detail"].startswith(
+        "target already met: root.team.a remaining 0 after the 1st victim (a2)"
+    )
+    assert explanations["a2"] == why
 
 
 def test_an_unknown_run_is_404(viewer):

@@ -23,6 +23,7 @@ PAGES = [
     "/audit/",
     "/simulator/?partition=default",
     "/users/",
+    "/glossary/",
 ]
 
 # For every visible form control: does it have an accessible name (a <label for>, a wrapping

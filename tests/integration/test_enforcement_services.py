@@ -13,7 +13,7 @@ from django.core.management import call_command
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.cluster.services import IngestErrors, ingest_cluster_state
-from scheduler_admin.enforcement import runs
+from scheduler_admin.enforcement import record, runs
 from scheduler_admin.enforcement.evictions import acknowledge_eviction
 from scheduler_admin.enforcement.models import (
     EvictionOrder,
@@ -119,8 +119,7 @@ def test_lowering_a_quota_starts_a_timer_and_the_sweep_runs_it_after_the_delay(p
         AuditKind.RUN_STARTED, AuditKind.RUN_PLANNED, AuditKind.VICTIM_PREEMPTED,
         AuditKind.VICTIM_PREEMPTED, AuditKind.VICTIM_PREEMPTED, AuditKind.RUN_FINISHED,
     ]  # fmt: skip
-    explanations = {e["candidate"]: e["reason"] for e in run.explanations}
-    assert explanations["b3"] == "daemonset_excluded"
+    assert run.candidates.get(candidate="b3").reason == "daemonset_excluded"
 
 
 def test_a_second_change_resets_the_timer_and_a_pure_increase_cancels_it(partition):
@@ -272,9 +271,17 @@ def test_a_victim_removed_by_the_cluster_while_the_run_plans_is_left_out(partiti
         # The task finished and the cluster removed it between planning and storing.
         ingest_cluster_state(partition, {"remove": {"allocations": ["b1"]}}, actor=None)
         assert "b1" in plan.victims
-        assert runs._store_plan(run, plan) == ["b1"]
+        described = runs.Described.of(state, plan, "root.team")
+        assert runs._store_plan(run, plan, described) == ["b1"]
     stored = list(run.victims.order_by("position").values_list("allocation_id", flat=True))
     assert stored == [v for v in plan.victims if v != "b1"]
+    gone = run.candidates.get(candidate="b1")  # still explained, with the facts it had
+    assert (gone.accepted, gone.queue_path, gone.resources) == (
+        True,
+        "root.team.b",
+        {"memory": 40 * GB},
+    )
+    assert gone.detail.endswith(record.VANISHED_NOTE)
     with time_machine.travel(START + timedelta(seconds=4), tick=False):
         for victim in run.victims.order_by("position"):
             runs._preempt_victim(run, victim, token)

@@ -232,7 +232,9 @@ def assert_run_matches(run: PreemptionRun, plan: Plan) -> None:
     assert victims == set(plan.victims)
     assert run.status == RunStatus.FINISHED
     assert (run.policy, run.outcome) == (str(plan.policy), str(plan.outcome))
-    stored = {e["candidate"]: (e["accepted"], e["reason"]) for e in run.explanations}
+    stored = {
+        c: (a, r) for c, a, r in run.candidates.values_list("candidate", "accepted", "reason")
+    }
     assert stored == {e.candidate: (e.accepted, str(e.reason)) for e in plan.explanations}
     preempting = Allocation.objects.filter(
         partition=run.partition, state=AllocationState.PREEMPTING, external_id__in=victims

@@ -17,7 +17,7 @@ import time_machine
 from django.contrib.auth import get_user_model
 from django.db import models
 
-from preemption.model import Outcome, PolicyName, PreemptionPolicy, QoS
+from preemption.model import Outcome, PolicyName, PreemptionPolicy, QoS, Reason
 from scheduler_admin import limits
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.models import (
@@ -38,6 +38,7 @@ from scheduler_admin.enforcement.models import (
     PreemptionRun,
     QueueLock,
     QuotaTimer,
+    RunCandidate,
     RunStatus,
     RunVictim,
     TimerStatus,
@@ -81,6 +82,12 @@ LIMITED = {
     (EvictionOrder, "allocation_id"): limits.CLUSTER_ID_MAX_LENGTH,
     (EvictionOrder, "node_name"): limits.CLUSTER_ID_MAX_LENGTH,
     (EvictionOrder, "acknowledged_by"): limits.ACKNOWLEDGED_BY_MAX_LENGTH,
+    (RunCandidate, "candidate"): limits.CLUSTER_ID_MAX_LENGTH,
+    (RunCandidate, "queue_path"): limits.QUEUE_PATH_MAX_LENGTH,
+    (RunCandidate, "application"): limits.CLUSTER_ID_MAX_LENGTH,
+    (RunCandidate, "node_name"): limits.CLUSTER_ID_MAX_LENGTH,
+    (RunCandidate, "budget"): limits.CLUSTER_ID_MAX_LENGTH,
+    (RunCandidate, "required_node"): limits.CLUSTER_ID_MAX_LENGTH,
 }
 # The product's own vocabularies: each column holds the longest of its words.
 VOCABULARIES = {
@@ -96,12 +103,14 @@ VOCABULARIES = {
     (PreemptionRun, "status"): RunStatus.values,
     (PreemptionRun, "outcome"): [o.value for o in Outcome],
     (EvictionOrder, "status"): EvictionStatus.values,
+    (RunCandidate, "reason"): [r.value for r in Reason],
+    (RunCandidate, "qos"): [q.value for q in QoS],
 }
 # Not input: the worker's host name as Celery reports it.
 OTHER = {(PreemptionRun, "worker")}
 MODELS = [
     Node, Application, Allocation, Ask, DisruptionBudget, AuditEvent,
-    QuotaTimer, QueueLock, PreemptionRun, RunVictim, EvictionOrder,
+    QuotaTimer, QueueLock, PreemptionRun, RunVictim, RunCandidate, EvictionOrder,
 ]  # fmt: skip
 
 
@@ -209,6 +218,10 @@ def test_ids_of_the_maximum_length_go_through_a_whole_quota_run(team):
     preempted = AuditEvent.objects.filter(kind=AuditKind.VICTIM_PREEMPTED)
     assert set(preempted.values_list("object_id", flat=True)) == victims
     assert AuditEvent.objects.filter(kind=AuditKind.RUN_FINISHED, object_id=str(run.pk)).exists()
+    daemon = run.candidates.get(candidate=longest("ns-3/pod"))  # the record keeps every full id
+    assert (daemon.application, daemon.node_name, daemon.budget, daemon.required_node) == (
+        longest("app-3"), NODE, PDB, NODE,
+    )  # fmt: skip
 
     admin = get_user_model().objects.create_user("a" * limits.USERNAME_MAX_LENGTH)
     for order in orders:

@@ -217,18 +217,19 @@ def test_run_page_shows_outcome_victims_targets_and_every_candidates_reason(
     freed = r'<td><span class="res" [^>]*>memory 200Gi</span> <span [^>]*>vcore 40</span></td>'
     assert re.search(freed + r'\s*<td><span class="badge ok">met', targets)
 
-    reasons = {e["candidate"]: e["reason"] for e in run.explanations}
-    assert reasons == {
+    stored = list(run.candidates.values_list("candidate", "accepted", "reason", "detail"))
+    assert {candidate: reason for candidate, _, reason, _ in stored} == {
         "nt3": "victim", "nt2": "victim", "nt1": "target_met", "nd": "daemonset_excluded",
         "nc": "no_shared_resource",
     }  # fmt: skip
     explained = _explained(text)
-    for entry in run.explanations:
-        words, rule = reason_text(entry["reason"])
-        row = re.search(rf'<th scope="row">{entry["candidate"]}</th>(.*?)</tr>', explained, re.S)
-        assert row, entry
-        assert words in row.group(1) and f"<td>{rule}</td>" in row.group(1)
-        assert ("taken</span>" in row.group(1)) == entry["accepted"]
+    for candidate, accepted, reason, detail in stored:
+        words, rule = reason_text(reason)
+        row = re.search(rf'<th scope="row">{candidate}</th>(.*?)</tr>', explained, re.S)
+        assert row, candidate
+        assert f'href="/glossary/#reason-{reason}">{words}</a>' in row.group(1)
+        assert f"<td>{rule}</td>" in row.group(1) and detail in row.group(1) and detail
+        assert ("taken</span>" in row.group(1)) == accepted
     # taken ones first in the order taken, then the others by id
     assert _candidates(text) == ["nt3", "nt2", "nc", "nd", "nt1"]
 

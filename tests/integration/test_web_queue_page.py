@@ -419,6 +419,10 @@ def test_preview_lists_the_victims_the_engine_plans_and_saves_nothing(partition,
     assert "t0" not in victims and "t1" not in victims
     assert "Not needed: earlier victims already free enough." in page  # t0, t1 explained
     assert "target_met" in page and "complete" in page
+    # Each candidate's specific reason, as a run would keep it; the words link the glossary.
+    assert "victim #1, 1st in the order of root.batch.nightly: non-originator, priority 1" in page
+    assert "target already met: root.batch.nightly remaining 0 after the 2nd victim" in page
+    assert 'href="/glossary/#reason-target_met">' in page
     assert ConfigRevision.objects.count() == before
     assert not QuotaTimer.objects.filter(status=TimerStatus.PENDING).exists()
     nightly.refresh_from_db()

@@ -135,6 +135,12 @@ def test_ask_simulation_plans_inter_queue_preemption_with_explanations(partition
     assert "Inter-queue preemption (SPEC 4.2)" in page
     victims = page.split("<h4>Victims (1)</h4>")[1].split("</table>")[0]
     assert "nlp-1" in victims and "nlp-0" not in victims  # the newest goes
+    # The same specific reason a run keeps, with its numbers, and the words link the glossary.
+    assert "victim #1, 1st on n1 in the order: priority 0, non-originator, created " in victims
+    assert "root.research.nlp usage memory 200Gi above guarantee" in victims
+    assert "the ask still needed memory 50Gi on n1 before it, nothing after" in victims
+    assert 'href="/glossary/#reason-victim"' in page
+    assert "not needed: the ask fits n1 after victim #1 (nlp-1)" in page  # nlp-0
     assert "Node: <strong>n1</strong>" in page
     assert "complete" in page
     assert nothing_written(before)

@@ -161,6 +161,10 @@ def test_a_receiver_that_trickles_its_answer_is_cut_off_at_the_deadline(settings
     assert order.next_attempt_at is not None
     failed = AuditEvent.objects.get(kind=AuditKind.EVICTION_DELIVERY_FAILED)
     assert failed.object_id == str(order_id)
+    # Found by the audit filters: where it happened, which run and which task.
+    assert (failed.partition_name, failed.queue_path) == ("default", order.victim.queue_path)
+    assert failed.data["run"] == order.run_id
+    assert failed.data["allocation"] == order.allocation_id
 
 
 @pytest.mark.django_db

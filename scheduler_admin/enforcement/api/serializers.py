@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from scheduler_admin.api.fields import ResourcesField, TargetsField
+from preemption import resources
+from scheduler_admin.api.fields import RESOURCES_SCHEMA, ResourcesField, TargetsField
 from scheduler_admin.api.strict import StrictSerializer
+from scheduler_admin.enforcement.exports import EXPLANATION_FIELDS, explanation_items
 from scheduler_admin.enforcement.models import (
     EvictionOrder,
     PreemptionRun,
     QuotaTimer,
+    RunCandidate,
     RunVictim,
     TimerStatus,
 )
@@ -41,23 +45,61 @@ class TimerSerializer(serializers.ModelSerializer):
         return max(0, math.ceil(left))
 
 
-class VictimSerializer(serializers.ModelSerializer):
+@extend_schema_field(
+    {
+        "type": "object",
+        "nullable": True,
+        "additionalProperties": RESOURCES_SCHEMA,
+        "description": "What was still to be freed, per scope: a leaf queue (quota), "
+        '"node <name>" or a queue whose max the ask would exceed (ask policies). Null when the '
+        "policy's walk did not reach the candidate.",
+    }
+)
+class RemainingField(TargetsField):
+    """Per-scope resource sets, exact quantity strings (``preemption.explain.Remaining``)."""
+
+
+class ExplanationSerializer(serializers.ModelSerializer):
+    """Why one candidate was or was not taken, with the facts the decision used, as kept with
+    the run when it planned (SPEC 4.0; codes in SCENARIOS.md; ``preemption.explain``)."""
+
     queue = serializers.CharField(source="queue_path", read_only=True)
     node = serializers.CharField(source="node_name", read_only=True)
     resources = ResourcesField(read_only=True)
+    remaining_before = RemainingField(read_only=True)
+    remaining_after = RemainingField(read_only=True)
+
+    class Meta:
+        model = RunCandidate
+        fields = EXPLANATION_FIELDS
+        read_only_fields = fields
+        extra_kwargs = {
+            "detail": {"help_text": "The specific reason, with its numbers."},
+            "position": {"help_text": "1-based place among the plan's victims (null otherwise)."},
+            "rank": {"help_text": "1-based place in the policy's walk order (null when a "
+                     "static rule stopped the candidate)."},
+        }  # fmt: skip
+
+
+class VictimSerializer(serializers.ModelSerializer):
+    """A victim in the order taken, with its own explanation (why it was taken)."""
+
+    queue = serializers.CharField(source="queue_path", read_only=True)
+    node = serializers.CharField(source="node_name", read_only=True)
+    resources = ResourcesField(read_only=True)
+    explanation = serializers.SerializerMethodField()
 
     class Meta:
         model = RunVictim
-        fields = ["position", "allocation_id", "queue", "node", "resources", "preempted_at"]
+        fields = [
+            "position", "allocation_id", "queue", "node", "resources", "preempted_at",
+            "explanation",
+        ]  # fmt: skip
         read_only_fields = fields
 
-
-class ExplanationSerializer(serializers.Serializer):
-    """Why one candidate was or was not taken (SPEC 4.0; codes in SCENARIOS.md)."""
-
-    candidate = serializers.CharField()
-    accepted = serializers.BooleanField()
-    reason = serializers.CharField()
+    @extend_schema_field(ExplanationSerializer(allow_null=True))
+    def get_explanation(self, victim: RunVictim) -> dict[str, Any] | None:
+        return self.context.get("explanations", {}).get(victim.allocation_id)
 
 
 @extend_schema_field(
@@ -91,15 +133,56 @@ class RunSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class RunDetailSerializer(RunSerializer):
-    """A run with its victims (in the order taken) and the per-candidate explanations."""
+@extend_schema_field(
+    {
+        "type": "object",
+        "additionalProperties": True,
+        "description": "What the run was for, as the cluster stood when it planned: for a quota "
+        "run the queue with its usage, max, guaranteed and target; for an ask run the ask "
+        "(ask, application, queue, priority, resources, created_at, preemption_policy, "
+        "required_node, and the fence root for inter-queue); for a job run the job, its asks, "
+        "queue, priority, preemptible and request. Resource sets as exact quantity strings.",
+    }
+)
+class SubjectField(serializers.Field):
+    """The run's stored subject, resource sets (the mappings in it) as exact strings."""
 
-    victims = VictimSerializer(many=True, read_only=True)
-    explanations = ExplanationSerializer(many=True, read_only=True)
+    def to_representation(self, value: dict[str, Any]) -> dict[str, Any]:
+        return {
+            key: resources.format_resources(item) if isinstance(item, dict) else item
+            for key, item in (value or {}).items()
+        }
+
+
+class RunDetailSerializer(RunSerializer):
+    """A run with what it was for, its victims (in the order taken, each with why it was
+    taken) and every candidate's explanation (by candidate id), all read from the run's own
+    record: facts as they were when it planned, never the cluster as it is now."""
+
+    subject = SubjectField(read_only=True)
+    victims = serializers.SerializerMethodField()
+    explanations = serializers.SerializerMethodField()
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "victims", "explanations"]
+        fields = [*RunSerializer.Meta.fields, "subject", "victims", "explanations"]
         read_only_fields = fields
+
+    @extend_schema_field(VictimSerializer(many=True))
+    def get_victims(self, run: PreemptionRun) -> list[dict[str, Any]]:
+        victims = list(run.victims.order_by("position"))
+        explanations = run.candidates.filter(
+            candidate__in=[victim.allocation_id for victim in victims]
+        )
+        context = {
+            "explanations": {item["candidate"]: item for item in explanation_items(explanations)}
+        }
+        return VictimSerializer(victims, many=True, context=context).data
+
+    @extend_schema_field(ExplanationSerializer(many=True))
+    def get_explanations(self, run: PreemptionRun) -> list[dict[str, Any]]:
+        """Read in bulk (``exports.explanation_items``), in the shape ``ExplanationSerializer``
+        documents: a serializer per row would take seconds for a run of 100,000 candidates."""
+        return list(explanation_items(run.candidates.order_by("candidate")))
 
 
 class AbortSerializer(StrictSerializer):

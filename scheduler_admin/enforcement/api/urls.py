@@ -10,6 +10,15 @@ from django.urls import path, re_path
 from scheduler_admin.enforcement.api import views
 
 P = "partitions/<str:partition>"
+
+
+def _detail_action(name: str):
+    """A run's export, wired as a router would wire the ``@action`` (its decorator arguments
+    become the view's attributes), as the audit exports are."""
+    method = getattr(views.RunViewSet, name)
+    return views.RunViewSet.as_view({"get": name}, detail=True, **method.kwargs)
+
+
 RE_P = r"^partitions/(?P<partition>[^/]+)"
 
 
@@ -28,6 +37,8 @@ urlpatterns = [
     ),
     path("runs/", views.RunViewSet.as_view({"get": "list"}), name="api-run-list"),
     path("runs/<int:pk>/", views.RunViewSet.as_view({"get": "retrieve"}), name="api-run-detail"),
+    path("runs/<int:pk>/export.csv", _detail_action("export_csv"), name="api-run-export-csv"),
+    path("runs/<int:pk>/export.json", _detail_action("export_json"), name="api-run-export-json"),
     re_path(
         r"^runs/(?P<pk>[0-9]+)/abort(?:/)?$",
         _write(views.RunViewSet, "abort"),

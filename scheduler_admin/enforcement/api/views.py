@@ -9,8 +9,10 @@ body.
 from __future__ import annotations
 
 from django.db.models import Count
+from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
     OpenApiResponse,
@@ -38,7 +40,8 @@ from scheduler_admin.api.views import (
     StableOrderingFilter,
     document_reads,
 )
-from scheduler_admin.enforcement import filtersets
+from scheduler_admin.audit.api.views import SuffixChoosesFormat
+from scheduler_admin.enforcement import exports, filtersets
 from scheduler_admin.enforcement.api import serializers
 from scheduler_admin.enforcement.evictions import OrderNotFound, acknowledge_eviction
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
@@ -97,6 +100,30 @@ class TimerViewSet(PartitionScoped, mixins.ListModelMixin, viewsets.GenericViewS
         return Response(self.get_serializer(timer).data)
 
 
+def _export_schema(suffix: str, media_type: str, body: object, what: str):
+    return extend_schema(
+        operation_id=f"v1_runs_export_{suffix}",
+        summary=f"Export a run's candidates as {what}",
+        description=(
+            "Every candidate the run's plan explained, by candidate id, with the facts the "
+            "decision used and the specific reason, as kept with the run when it planned (the "
+            "fields of `explanations` in `runs/{id}/`). Sent as an attachment named "
+            f"`run-<id>-candidates.{suffix}`; CSV cells that start with = + - @, tab or CR are "
+            "neutralised."
+        ),
+        parameters=[ID],
+        filters=False,
+        responses={
+            (200, media_type): OpenApiResponse(body, description=f"The {what} export."),
+            **READ_ERRORS,
+        },
+    )
+
+
+# Exports are whole documents: never paginated, and their format comes from the path.
+_EXPORT_ACTION = {"pagination_class": None, "content_negotiation_class": SuffixChoosesFormat}
+
+
 @extend_schema_view(
     list=extend_schema(
         summary="List preemption runs",
@@ -127,6 +154,18 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         if self.action == "retrieve":
             return serializers.RunDetailSerializer
         return self.serializer_class
+
+    @_export_schema("csv", "text/csv", OpenApiTypes.STR, "CSV")
+    @action(detail=True, url_path=r"export\.csv", **_EXPORT_ACTION)
+    def export_csv(self, request: Request, pk: str) -> StreamingHttpResponse:
+        return exports.export_response(self.get_object(), "csv")
+
+    @_export_schema(
+        "json", "application/json", serializers.ExplanationSerializer(many=True), "JSON"
+    )
+    @action(detail=True, url_path=r"export\.json", **_EXPORT_ACTION)
+    def export_json(self, request: Request, pk: str) -> StreamingHttpResponse:
+        return exports.export_response(self.get_object(), "json")
 
     @extend_schema(
         summary="Abort an active run (admin)",

@@ -45,7 +45,7 @@ from scheduler_admin.enforcement.previews import (
     UnknownTarget,
     plan_json,
     preview_change,
-    simulate,
+    simulation,
     simulation_options,
 )
 from scheduler_admin.queues import services
@@ -649,10 +649,10 @@ class SimulateView(APIView):
                 errors = {f"state.{path}": msgs for path, msgs in exc.errors.items()}
                 raise ValidationError(errors) from exc
         try:
-            plan = simulate(
+            simulated = simulation(
                 obj, policy=data["policy"], target=target, new_max=data.get("max"),
                 options=options, overrides=overrides,
             )  # fmt: skip
         except UnknownTarget as exc:
             raise ValidationError({exc.field: [str(exc)]}) from exc
-        return Response(plan_json(plan))
+        return Response(plan_json(simulated.plan, simulated.described()))

@@ -10,19 +10,25 @@ and a previewed plan read alike.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.core.paginator import Page, Paginator
+from django.db.models import Count, QuerySet
 from django.http import HttpRequest, QueryDict
 from django.urls import reverse
 from django_filters import FilterSet
 
 from scheduler_admin.api.params import is_whole_number
 from scheduler_admin.audit.models import AuditEvent
-from scheduler_admin.web.explanations import ALERT_OUTCOMES, reason_text
+from scheduler_admin.enforcement.models import RunCandidate
+from scheduler_admin.web.explanations import (
+    ALERT_OUTCOMES,
+    glossary_url,
+    reason_anchor,
+    reason_text,
+)
 from scheduler_admin.web.queue_pages import plans
 from scheduler_admin.web.queue_pages.plans import CandidateRow, TargetRow
 
@@ -127,13 +133,36 @@ def leaf_rows(
     not as the allocations are now: they may have been released and removed since.
     """
     rows = [
-        CandidateRow(
-            id=allocation_id, accepted=True, reason="victim", words="", rule="",
-            order=index + 1, queue=queue, resources=dict(amounts),
+        plans.candidate_row(
+            allocation_id, True, "victim", order=index + 1, queue=queue, resources=dict(amounts)
         )
         for index, (allocation_id, queue, amounts) in enumerate(victims)
-    ]  # fmt: skip
+    ]
     return plans.target_rows(targets, rows)
+
+
+def stored_row(candidate: RunCandidate) -> CandidateRow:
+    """A stored candidate as the plan rows show it: the facts and the specific reason kept
+    with the run when it planned, never the cluster as it is now."""
+    return plans.candidate_row(
+        candidate.candidate,
+        candidate.accepted,
+        candidate.reason,
+        order=candidate.position,
+        detail=candidate.detail,
+        rank=candidate.rank,
+        queue=candidate.queue_path,
+        application=candidate.application,
+        node=candidate.node_name,
+        resources=candidate.resources or {},
+        priority=candidate.priority,
+        qos=candidate.qos,
+        created_at=candidate.created_at,
+        originator=candidate.originator,
+        allow_preemption=candidate.allow_preemption,
+        budget=candidate.budget,
+        required_node=candidate.required_node,
+    )
 
 
 @dataclass(frozen=True)
@@ -143,34 +172,60 @@ class ReasonCount:
     rule: str
     count: int
     accepted: bool
+    link: str
 
 
-def reason_counts(explanations: Sequence[Mapping[str, Any]]) -> list[ReasonCount]:
+def reason_counts(candidates: QuerySet[RunCandidate]) -> list[ReasonCount]:
     """How many candidates each reason covers, accepted ones first, then the most frequent: a
-    summary that stays readable when the list below runs to thousands of pages."""
-    counts = Counter((bool(e["accepted"]), e["reason"]) for e in explanations)
+    summary that stays readable when the list below runs to thousands of pages (one grouped
+    query, whatever the number of candidates)."""
+    counts = candidates.order_by().values_list("accepted", "reason").annotate(total=Count("id"))
     rows = [
-        ReasonCount(code, *reason_text(code), count=count, accepted=accepted)
-        for (accepted, code), count in counts.items()
-    ]
+        ReasonCount(
+            code, *reason_text(code), count=count, accepted=accepted,
+            link=glossary_url(reason_anchor(code)),
+        )
+        for accepted, code, count in counts
+    ]  # fmt: skip
     return sorted(rows, key=lambda row: (not row.accepted, -row.count, row.code))
 
 
-def ordered_explanations(
-    explanations: Sequence[Mapping[str, Any]], victim_order: Sequence[str], reason: str = ""
-) -> list[Mapping[str, Any]]:
-    """Every candidate's explanation, accepted ones first in the order they were taken, then
-    the others by candidate id (the engine's order); ``reason`` keeps only that code."""
-    position = {candidate: index for index, candidate in enumerate(victim_order)}
-    chosen = [e for e in explanations if not reason or e["reason"] == reason]
-    return sorted(
-        chosen,
-        key=lambda e: (
-            not e["accepted"],
-            position.get(e["candidate"], len(position)),
-            e["candidate"],
-        ),
-    )
+@dataclass(frozen=True)
+class SubjectFact:
+    """One line of what a run was for: a label and either a text or a resource set."""
+
+    label: str
+    text: str = ""
+    amounts: Mapping[str, int] | None = None
+
+
+def subject_facts(subject: Mapping[str, Any]) -> list[SubjectFact]:
+    """The run's stored subject (``preemption.explain.subject_facts``) as labelled lines, in a
+    fixed order; keys it does not have are left out (runs planned before it was kept have
+    none)."""
+    labels = (
+        ("ask", "Ask"), ("job", "Job"), ("asks", "Asks of the job"),
+        ("application", "Application"), ("queue", "Queue"), ("priority", "Priority"),
+        ("preemptible", "Preemptible"), ("preemption_policy", "Preemption policy"),
+        ("required_node", "Required node"), ("created_at", "Waiting since"),
+        ("fence", "Fence root"), ("resources", "Requests"), ("request", "Requests (all asks)"),
+        ("usage", "Usage"), ("max", "New max"), ("guaranteed", "Guaranteed"),
+        ("target", "Target (to free)"),
+    )  # fmt: skip
+    facts = []
+    for key, label in labels:
+        if key not in subject or subject[key] in ("", None):
+            continue
+        value = subject[key]
+        if isinstance(value, dict):
+            facts.append(SubjectFact(label, amounts=value))
+        elif isinstance(value, bool):
+            facts.append(SubjectFact(label, "yes" if value else "no"))
+        elif isinstance(value, list):
+            facts.append(SubjectFact(label, ", ".join(str(item) for item in value)))
+        else:
+            facts.append(SubjectFact(label, str(value)))
+    return facts
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,13 +29,13 @@ from scheduler_admin.enforcement.models import (
     EvictionOrder,
     EvictionStatus,
     PreemptionRun,
+    RunCandidate,
 )
 from scheduler_admin.limits import COMMENT_MAX_LENGTH
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web.activity import presenters
 from scheduler_admin.web.common import require_role
-from scheduler_admin.web.explanations import outcome_text
-from scheduler_admin.web.queue_pages import plans
+from scheduler_admin.web.explanations import glossary_url, outcome_anchor, outcome_text
 
 TIME_PLACEHOLDER = "2026-03-01T12:00Z"
 TIME_HELP = "ISO 8601 date or time; without an offset it means UTC."
@@ -76,7 +76,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
     highlighted because they are the ones somebody has to look at."""
     queryset = (
         PreemptionRun.objects.select_related("partition")
-        .defer("explanations", "targets", "freed", "nominations")  # large; the list needs none
+        .defer("targets", "freed", "nominations", "subject")  # the list needs none of them
         .annotate(victim_count=Count("victims"))
         .order_by("-created_at", "-id")
     )
@@ -104,41 +104,53 @@ def run_list(request: HttpRequest) -> HttpResponse:
 
 @require_safe
 def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    """One run: what started it, how it ended in plain words, its victims in the order taken
-    with their eviction orders, targets against freed per leaf, and the explanation of every
-    candidate (accepted first). Victims and explanations are paged separately (``vpage``,
-    ``epage``); ``reason`` narrows the explanations to one reason code."""
+    """One run: what started it and what it was for, how it ended in plain words, its victims
+    in the order taken with why each was taken and its eviction order, targets against freed
+    per leaf, and the explanation of every candidate (victims first). Victims and explanations
+    are paged separately (``vpage``, ``epage``); ``reason`` narrows the explanations to one
+    reason code. Everything about the candidates comes from the run's own record
+    (``RunCandidate``), never from the cluster as it is now."""
     run = get_object_or_404(PreemptionRun.objects.select_related("partition", "timer"), pk=pk)
     victims = run.victims.select_related("eviction").order_by("position")
     victim_page = presenters.page_of(request, victims, "vpage")
-    victim_order = list(victims.values_list("allocation_id", flat=True))
+    why = {
+        candidate.candidate: presenters.stored_row(candidate)
+        for candidate in run.candidates.filter(
+            candidate__in=[victim.allocation_id for victim in victim_page]
+        )
+    }
 
     reason = request.GET.get("reason", "")
-    explanations = run.explanations if isinstance(run.explanations, list) else []
-    ordered = presenters.ordered_explanations(explanations, victim_order, reason)
-    explanation_page = presenters.page_of(request, ordered, "epage")
-    details = plans.allocation_details(
-        run.partition, [item["candidate"] for item in explanation_page]
-    )
+    candidates = run.candidates.order_by(*RunCandidate.ORDER)
+    shown = candidates.filter(reason=reason) if reason else candidates
+    explanation_page = presenters.page_of(request, shown, "epage")
 
     orders = EvictionOrder.objects.filter(run=run)
+    exports = [
+        (label, reverse(f"api-run-export-{extension}", kwargs={"pk": run.pk}))
+        for label, extension in (("CSV", "csv"), ("JSON", "json"))
+    ]
     return render(
         request,
         "web/activity/run_detail.html",
         {
             "run": run,
+            "subject": presenters.subject_facts(run.subject or {}),
             "outcome_words": outcome_text(run.outcome),
+            "outcome_link": glossary_url(outcome_anchor(run.outcome)),
             "alert": presenters.is_alert(run.outcome),
-            "victim_count": len(victim_order),
+            "victim_count": victims.count(),
             "victim_pager": presenters.pager(request, victim_page, "vpage"),
+            "victim_rows": [(victim, why.get(victim.allocation_id)) for victim in victim_page],
             "leaves": presenters.leaf_rows(
                 run.targets or {}, victims.values_list("allocation_id", "queue_path", "resources")
             ),
-            "reasons": presenters.reason_counts(explanations),
+            "reasons": presenters.reason_counts(candidates),
             "reason": reason,
-            "explanation_count": len(explanations),
+            "explanation_count": candidates.count(),
             "explanation_pager": presenters.pager(request, explanation_page, "epage"),
-            "explanation_rows": plans.candidate_rows(explanation_page, victim_order, details),
+            "explanation_rows": [presenters.stored_row(c) for c in explanation_page],
+            "exports": exports,
             "orders_total": orders.count(),
             "orders_pending": orders.filter(status=EvictionStatus.PENDING).count(),
             "active": run.status in ACTIVE_RUN_STATUSES,

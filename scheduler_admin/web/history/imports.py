@@ -157,7 +157,10 @@ def _timer_preview(
     ]
     lines += [TimerLine(path, "cancel") for path in result.cancelled]
     plans = tuple(
-        (f"{prefix}-{number}", plan_view(plan, partition, title=f"Quota enforcement on {path}"))
+        (
+            f"{prefix}-{number}",
+            plan_view(plan, result.described(path), title=f"Quota enforcement on {path}"),
+        )
         for number, (path, plan) in enumerate(sorted(result.plans.items()), start=1)
     )
     return tuple(lines), plans

@@ -1,23 +1,31 @@
 """An engine plan turned into rows for ``templates/web/queue_pages/_plan.html``.
 
-Shared by the change preview (queue page), the simulator and, later, the run-detail page: they
-all hold either a ``preemption.model.Plan`` or its ``to_json()`` form (which is also what a
-stored ``PreemptionRun`` keeps: canonical integers, explanations as dicts). The candidates' task
-details (queue, node, resources, priority) are not in a plan, so they are read from the
-partition's allocations, only for the rows that are shown.
+Shared by the change preview (queue page) and the simulator, which plan on the cluster as it is
+now; the run page shows a stored run's candidates in the same rows (``CandidateRow``), read from
+its ``RunCandidate`` rows. Each candidate comes with the specific reason and the facts that
+``preemption.explain`` gives for the plan, on the state the plan was made on, so a preview, a
+simulation and a run say the same thing in the same words; the plain words of each reason link to
+its glossary entry.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from preemption import resources
+from preemption.explain import CandidateRecord
 from preemption.model import Plan
-from scheduler_admin.cluster.models import Allocation
-from scheduler_admin.queues.models import Partition
-from scheduler_admin.web.explanations import ALERT_OUTCOMES, outcome_text, reason_text
+from scheduler_admin.web.explanations import (
+    ALERT_OUTCOMES,
+    glossary_url,
+    outcome_anchor,
+    outcome_text,
+    reason_anchor,
+    reason_text,
+)
 
 #: At most this many candidates are listed (victims always are); a big cluster's plan explains
 #: every task in scope, and a page of 100,000 rows helps nobody. The rest are counted by reason.
@@ -34,7 +42,8 @@ POLICY_NAMES = {
 
 @dataclass(frozen=True)
 class CandidateRow:
-    """One explained candidate: the engine's verdict in plain words, with the task's details."""
+    """One explained candidate: the engine's verdict in plain words (linked to the glossary),
+    the specific reason with its numbers, and the facts of the task when the plan was made."""
 
     id: str
     accepted: bool
@@ -43,11 +52,57 @@ class CandidateRow:
     rule: str
     #: 1-based position in the victim list (the order taken), None for non-victims.
     order: int | None
+    detail: str = ""
+    link: str = ""
+    rank: int | None = None
     queue: str = ""
+    application: str = ""
     node: str = ""
     resources: Mapping[str, int] = field(default_factory=dict)
     priority: int | None = None
-    state: str = ""
+    qos: str = ""
+    created_at: datetime | None = None
+    originator: bool | None = None
+    allow_preemption: bool | None = None
+    budget: str = ""
+    required_node: str = ""
+
+
+def candidate_row(candidate: str, accepted: bool, reason: str, **facts: Any) -> CandidateRow:
+    """A row with the reason's plain words, the rule it cites and its glossary link."""
+    text = reason_text(reason)
+    return CandidateRow(
+        id=candidate,
+        accepted=accepted,
+        reason=reason,
+        words=text.words,
+        rule=text.rule,
+        link=glossary_url(reason_anchor(reason)),
+        **facts,
+    )
+
+
+def record_row(record: CandidateRecord) -> CandidateRow:
+    """The row of one ``preemption.explain`` record."""
+    return candidate_row(
+        record.candidate,
+        record.accepted,
+        str(record.reason),
+        order=record.position,
+        detail=record.detail,
+        rank=record.rank,
+        queue=record.queue,
+        application=record.application,
+        node=record.node,
+        resources=record.resources,
+        priority=record.priority,
+        qos=record.qos,
+        created_at=record.created_at,
+        originator=record.originator,
+        allow_preemption=record.allow_preemption,
+        budget=record.budget,
+        required_node=record.required_node,
+    )
 
 
 @dataclass(frozen=True)
@@ -68,6 +123,7 @@ class ReasonCount:
     reason: str
     words: str
     count: int
+    link: str = ""
 
 
 @dataclass(frozen=True)
@@ -78,6 +134,7 @@ class PlanView:
     policy_name: str
     outcome: str
     outcome_words: str
+    outcome_link: str
     alert: bool
     node: str
     nominations: list[tuple[str, str]]
@@ -95,48 +152,43 @@ class PlanView:
 
 
 def plan_view(
-    plan: Plan | Mapping[str, Any],
-    partition: Partition,
+    plan: Plan,
+    records: Sequence[CandidateRecord],
     *,
     title: str = "",
     limit: int = CANDIDATE_LIMIT,
 ) -> PlanView:
-    """Rows for one plan: victims in the order taken, per-leaf targets against freed, and the
-    explained candidates (victims first, then by id), at most ``limit`` of them."""
-    body = plan.to_json() if isinstance(plan, Plan) else dict(plan)
-    victims: list[str] = list(body.get("victims") or [])
-    explanations: list[Mapping[str, Any]] = list(body.get("explanations") or [])
-    position = {victim: index + 1 for index, victim in enumerate(victims)}
-    by_id = {str(item["candidate"]): item for item in explanations}
-
-    ordered = victims + sorted(c for c in by_id if c not in position)
-    shown_ids = ordered[: max(limit, len(victims))]
-    shown = [
-        by_id.get(candidate, {"candidate": candidate, "accepted": True, "reason": "victim"})
-        for candidate in shown_ids
-    ]
-    rows = candidate_rows(shown, victims, allocation_details(partition, shown_ids))
+    """Rows for one plan and its ``preemption.explain`` records: victims in the order taken,
+    per-leaf targets against freed, and the explained candidates (victims first, then by id),
+    at most ``limit`` of them; the rest are counted by reason."""
+    position = {victim: index for index, victim in enumerate(plan.victims, 1)}
+    ordered = sorted(
+        records, key=lambda r: (position.get(r.candidate, len(position) + 1), r.candidate)
+    )
+    shown = ordered[: max(limit, len(plan.victims))]
+    rows = [record_row(record) for record in shown]
     hidden_counts: dict[str, int] = {}
-    for candidate in ordered[len(shown_ids) :]:
-        reason = str(by_id[candidate]["reason"])
-        hidden_counts[reason] = hidden_counts.get(reason, 0) + 1
-    outcome = str(body.get("outcome", ""))
-    policy = str(body.get("policy", ""))
-    victim_rows = [r for r in rows if r.order is not None]
+    for record in ordered[len(shown) :]:
+        hidden_counts[str(record.reason)] = hidden_counts.get(str(record.reason), 0) + 1
+    outcome, policy = str(plan.outcome), str(plan.policy)
+    victim_rows = [row for row in rows if row.order is not None]
     return PlanView(
         policy=policy,
         policy_name=POLICY_NAMES.get(policy, policy),
         outcome=outcome,
         outcome_words=outcome_text(outcome),
+        outcome_link=glossary_url(outcome_anchor(outcome)),
         alert=outcome in ALERT_OUTCOMES,
-        node=str(body.get("node") or ""),
-        nominations=sorted((body.get("nominations") or {}).items()),
+        node=plan.node or "",
+        nominations=sorted(plan.nominations.items()),
         victims=victim_rows,
-        targets=target_rows(body.get("targets") or {}, victim_rows),
-        freed=dict(body.get("freed") or {}),
+        targets=target_rows(plan.targets, victim_rows),
+        freed=dict(plan.freed),
         candidates=rows,
         hidden=[
-            ReasonCount(reason, reason_text(reason).words, count)
+            ReasonCount(
+                reason, reason_text(reason).words, count, glossary_url(reason_anchor(reason))
+            )
             for reason, count in sorted(hidden_counts.items())
         ],
         explained=len(ordered),
@@ -155,49 +207,3 @@ def target_rows(
         TargetRow(queue=path, target=dict(amounts), freed=freed.get(path, {}))
         for path, amounts in sorted(targets.items())
     ]
-
-
-def candidate_rows(
-    items: Iterable[Mapping[str, Any]],
-    victim_order: Sequence[str],
-    details: Mapping[str, Mapping[str, Any]],
-) -> list[CandidateRow]:
-    """Rows for explanations (``{"candidate", "accepted", "reason"}``): the reason in plain
-    words with the rule it cites, the victim's position in the order taken, and the task's
-    details where the allocation is known (``allocation_details``; a released task has none)."""
-    position = {candidate: index + 1 for index, candidate in enumerate(victim_order)}
-    rows = []
-    for item in items:
-        candidate = str(item["candidate"])
-        text = reason_text(str(item["reason"]))
-        rows.append(
-            CandidateRow(
-                id=candidate,
-                accepted=bool(item["accepted"]),
-                reason=str(item["reason"]),
-                words=text.words,
-                rule=text.rule,
-                order=position.get(candidate),
-                **details.get(candidate, {}),
-            )
-        )
-    return rows
-
-
-def allocation_details(partition: Partition, ids: list[str]) -> dict[str, dict[str, Any]]:
-    """Queue, node, resources, priority and state of the given allocations, by id (one query)."""
-    if not ids:
-        return {}
-    rows = Allocation.objects.filter(partition=partition, external_id__in=ids).values_list(
-        "external_id", "queue_path", "node_name", "resources", "priority", "state"
-    )
-    return {
-        external_id: {
-            "queue": queue,
-            "node": node,
-            "resources": amounts,
-            "priority": priority,
-            "state": state,
-        }
-        for external_id, queue, node, amounts, priority, state in rows
-    }

@@ -146,7 +146,7 @@ def _preview(
         "changes": describe_queue_changes(config, new_config, queue.path),
         "timers": sorted(result.timers.values(), key=lambda timer: timer.queue),
         "plans": [
-            plan_view(plan, partition, title=f"Quota enforcement on {path}")
+            plan_view(plan, result.described(path), title=f"Quota enforcement on {path}")
             for path, plan in sorted(result.plans.items())
         ],
     }

@@ -2,8 +2,8 @@
 plan the engine would make on the cluster as it stands — without saving anything.
 
 The form is submitted with GET: simulating changes nothing, so any signed-in user may do it, and
-a simulation is a link that can be shared. ``enforcement.previews.simulate`` plans; the plan is
-rendered with the queue page's ``_plan.html``.
+a simulation is a link that can be shared. ``enforcement.previews.simulation`` plans; the plan is
+rendered with the queue page's ``_plan.html``, every candidate with its specific reason.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from preemption.model import Plan
-from scheduler_admin.enforcement.previews import simulate
+from scheduler_admin.enforcement.previews import simulation
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web.common import selected_partition
 from scheduler_admin.web.queue_pages.effective import exact_quantity
@@ -66,7 +65,7 @@ def simulator(request: HttpRequest) -> HttpResponse:
     policy = form.cleaned_data["policy"]
     target, new_max, title = _target(form, max_rows)
     try:
-        plan: Plan = simulate(
+        simulated = simulation(
             partition, policy=policy, target=target, new_max=new_max, options=form.options()
         )
     except KeyError as exc:  # the ask or job was planned or removed between check and plan
@@ -74,7 +73,7 @@ def simulator(request: HttpRequest) -> HttpResponse:
         form.add_error(field, f"It is gone from the cluster state: {exc}")
         return render(request, "web/simulator/simulator.html", context)
     context["result"] = {
-        "plan": plan_view(plan, partition, title=title),
+        "plan": plan_view(simulated.plan, simulated.described(), title=title),
         "queue": config.queue(target) if policy == "quota" else None,
         "new_max": new_max,
     }

@@ -1,0 +1,1 @@
+"""Glossary page: the laws, fences, reason codes, outcomes and policies behind every plan."""
