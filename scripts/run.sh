@@ -43,7 +43,8 @@ PY=.venv/bin/python
 PORT="${PORT:-8000}"
 VAR_DIR="${SCHEDULER_VAR_DIR:-var}"
 BASE_URL="http://127.0.0.1:$PORT"
-STOP_SECONDS=10
+# Celery's warm shutdown alone takes 4 to 7 s on an idle machine (it lets a running task end).
+STOP_SECONDS=15
 READY_SECONDS=90
 READY_DIR="$VAR_DIR/run-ready"
 ADMIN_NOTE="$VAR_DIR/run-admin-note"
@@ -86,15 +87,12 @@ anything_left() {
 
 # Stop everything started so far; runs once (an EXIT after it finds nothing to do).
 stop_all() {
-  local pgid i
+  local pgid deadline=$((SECONDS + STOP_SECONDS))
   ((${#groups[@]})) || return 0
   if ((${#services[@]})); then say "" "Stopping web, workers, beat and the simulator..."
   else say "" "Stopping the start-up..."; fi
   for pgid in "${groups[@]}"; do kill -TERM "$pgid" 2> /dev/null; done
-  for ((i = 0; i < STOP_SECONDS * 10; i++)); do
-    anything_left || break
-    nap 0.1
-  done
+  while anything_left && ((SECONDS < deadline)); do nap 0.1; done
   if anything_left; then
     say "Still running after ${STOP_SECONDS}s: killing what is left."
     for pgid in "${groups[@]}"; do kill -KILL -- "-$pgid" 2> /dev/null; done
@@ -210,7 +208,7 @@ show_block() {
   [ -n "${SCHEDULER_VAR_DIR:-}" ] && env_prefix+=" SCHEDULER_VAR_DIR=$SCHEDULER_VAR_DIR"
   local rule="========================================================================"
   say "" "$rule" "Scheduler Admin is running at $BASE_URL/" \
-    "  API base URL:  $BASE_URL/api/v1   (for the README's examples: API=$BASE_URL/api/v1)" \
+    "  REST API:      API=$BASE_URL/api/v1   (the README's curl examples use \$API)" \
     "  Sign in as:    $user"
   [ -n "$admin_note" ] && say "$admin_note" | sed 's/^/  /'
   say "  Reset the password: $env_prefix .venv/bin/python manage.py changepassword $user"

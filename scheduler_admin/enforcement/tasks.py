@@ -20,27 +20,27 @@ from scheduler_admin.enforcement import evictions, runs
 logger = logging.getLogger(__name__)
 
 
-def _log_runs(sweep: str, run_ids: list[int]) -> None:
+def _log_runs(did: str, run_ids: list[int]) -> None:
     """One INFO line naming the runs a sweep started or re-enqueued; DEBUG when there were none."""
     if run_ids:
-        logger.info("%s: run(s) %s", sweep, ", ".join(str(run_id) for run_id in run_ids))
+        logger.info("%s run(s) %s", did, ", ".join(str(run_id) for run_id in run_ids))
     else:
-        logger.debug("%s: nothing to do", sweep)
+        logger.debug("%s no run", did)
 
 
 @shared_task(ignore_result=True)
 def sweep_due_quota_timers() -> None:
-    _log_runs("quota timers fired", runs.sweep_due_quota_timers())
+    _log_runs("quota timer sweep started", runs.sweep_due_quota_timers())
 
 
 @shared_task(ignore_result=True)
 def sweep_pending_asks() -> None:
-    _log_runs("pending asks started", runs.sweep_pending_asks())
+    _log_runs("pending ask sweep started", runs.sweep_pending_asks())
 
 
 @shared_task(ignore_result=True)
 def reap_stale_runs() -> None:
-    _log_runs("stale runs re-enqueued", runs.reap_stale_runs())
+    _log_runs("reaper re-enqueued", runs.reap_stale_runs())
 
 
 @shared_task(ignore_result=True)

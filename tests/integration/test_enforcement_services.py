@@ -304,7 +304,7 @@ def test_the_tasks_log_at_info_only_what_they_did(partition, caplog):
     with time_machine.travel(START + timedelta(seconds=2), tick=False):
         tasks.sweep_due_quota_timers()
     run = PreemptionRun.objects.get()
-    assert info_lines() == [f"quota timers fired: run(s) {run.pk}"]
+    assert info_lines() == [f"quota timer sweep started run(s) {run.pk}"]
     with time_machine.travel(START + timedelta(seconds=3), tick=False):
         tasks.execute_run(run.pk)
     assert info_lines() == [f"run {run.pk} (quota, default root.team): finished, complete"]

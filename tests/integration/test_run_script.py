@@ -49,7 +49,7 @@ NOT_INHERITED = {
 }  # fmt: skip
 #: Start-up (set-up steps, then every service ready) on a loaded 2-core machine.
 START_TIMEOUT = 120.0
-#: The script's own deadline is 10 s before it kills; this leaves room for a loaded machine.
+#: The script's own deadline is 15 s before it kills; this leaves room for a loaded machine.
 STOP_TIMEOUT = 40.0
 BLOCK_END = "Ctrl-C stops everything."
 
