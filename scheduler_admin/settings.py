@@ -311,16 +311,30 @@ CELERY_BEAT_SCHEDULE_FILE = env.str(
     "CELERY_BEAT_SCHEDULE_FILE", str(VAR_DIR / "celerybeat-schedule")
 )
 
+# Celery logs every periodic task three times at INFO (beat sends it, a worker receives it, it
+# succeeds): about 150 lines a minute of an idle system. Unless LOG_PERIODIC_TASKS is true they
+# are DEBUG lines (scheduler_admin/logfilters.py); the tasks log at INFO when they did something.
+# The test profile keeps them: process tests read them to know that a sweep ran.
+LOG_PERIODIC_TASKS = env.bool("LOG_PERIODIC_TASKS", SCHEDULER_ENV == "test")
+_celery_task_loggers = ("celery.beat", "celery.worker.strategy", "celery.app.trace")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    # A 403 or 404 is an expected answer: one line, no traceback (web.errors.QuietRefusals).
-    "filters": {"quiet_refusals": {"()": "scheduler_admin.web.errors.QuietRefusals"}},
+    "filters": {
+        # A 403 or 404 is an expected answer: one line, no traceback (web.errors.QuietRefusals).
+        "quiet_refusals": {"()": "scheduler_admin.web.errors.QuietRefusals"},
+        "periodic_tasks": {"()": "scheduler_admin.logfilters.PeriodicTaskChatter"},
+    },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", "INFO")},
     "loggers": {
         "django.db.backends": {"level": "WARNING"},
         "django.request": {"filters": ["quiet_refusals"]},
+        **(
+            {}
+            if LOG_PERIODIC_TASKS
+            else {name: {"filters": ["periodic_tasks"]} for name in _celery_task_loggers}
+        ),
     },
 }

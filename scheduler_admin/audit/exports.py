@@ -6,7 +6,9 @@ result (on PostgreSQL ``iterator`` uses a server-side cursor). Rows are buffered
 about ``STREAM_PIECE_CHARS`` so the server writes a few large pieces rather than one per row.
 
 The PDF is rendered in memory, so it is capped at ``PDF_MAX_ROWS`` (newest first) and says so
-when more events matched; the summary counts always cover every matching event.
+when more events matched; the summary counts always cover every matching event. Its text goes
+through ``pdftext`` (fonts for every script, Arabic shaping, right-to-left order), with fonts
+vendored in ``static/fonts/`` (``_register_fonts``), so names print as the CSV has them.
 
 Nothing here reads the clock: the caller passes ``now`` (STYLE habit 1).
 """
@@ -16,21 +18,23 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
-from pathlib import Path
+from functools import cache
 from typing import Any
 from xml.sax.saxutils import escape
 
+from django.conf import settings
 from django.db.models import Count, QuerySet
 from django.http import HttpResponse, StreamingHttpResponse
-from reportlab import rl_config
 from reportlab.lib import colors
+from reportlab.lib.enums import TA_RIGHT
 from reportlab.lib.pagesizes import A4, landscape
 from reportlab.lib.styles import ParagraphStyle
 from reportlab.lib.units import mm
 from reportlab.pdfbase import pdfmetrics
 from reportlab.pdfbase.ttfonts import TTFont
+from reportlab.pdfgen.canvas import Canvas
 from reportlab.platypus import (
     BaseDocTemplate,
     Frame,
@@ -43,6 +47,7 @@ from reportlab.platypus import (
     TableStyle,
 )
 
+from scheduler_admin.audit import pdftext
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 
 #: Rows fetched per database round trip while streaming.
@@ -165,7 +170,14 @@ def json_response(queryset: QuerySet[AuditEvent], *, now: datetime) -> Streaming
 
 # --- PDF ------------------------------------------------------------------------------------------
 
-_FONT, _FONT_BOLD = "AuditVera", "AuditVera-Bold"
+_FONT, _FONT_BOLD, _FONT_CJK = "AuditSans", "AuditSans-Bold", "AuditCJK"
+#: The report's fonts, vendored with their licences (see ``_register_fonts``).
+FONTS_DIR = settings.BASE_DIR / "static" / "fonts"
+_FONT_FILES = {
+    _FONT: "DejaVuSans.ttf",
+    _FONT_BOLD: "DejaVuSans-Bold.ttf",
+    _FONT_CJK: "DroidSansFallback.ttf",
+}
 #: Event rows per table flowable. One long table costs reportlab time that grows faster than its
 #: rows (each page split re-measures the remainder); short tables keep the report linear.
 _ROWS_PER_TABLE = 40
@@ -183,14 +195,66 @@ _HEADINGS = ("Time (UTC)", "Kind", "Actor", "Queue", "Summary")
 
 
 def _register_fonts() -> None:
-    """Bitstream Vera ships inside reportlab: a TrueType font, so text outside Latin-1 (the
-    em dash, accented names) renders and extracts correctly, with no system fonts needed."""
+    """Register the report's TrueType fonts (reportlab embeds the glyphs a report uses).
+
+    reportlab's bundled fonts (Vera) have no Hebrew, Arabic or CJK glyphs: such names came out
+    as empty boxes. DejaVu Sans (Vera's Latin, plus Greek, Cyrillic, Hebrew and Arabic with its
+    presentation forms, which ``pdftext.shape_arabic`` uses) is the normal font, and Droid Sans
+    Fallback (Chinese, Japanese, Korean) takes the characters DejaVu lacks. Both are vendored in
+    ``static/fonts/`` (about 5 MB, licences beside them), so nothing is installed or fetched.
+    """
     if _FONT in pdfmetrics.getRegisteredFontNames():
         return
-    fonts = Path(rl_config.__file__).parent / "fonts"
-    pdfmetrics.registerFont(TTFont(_FONT, str(fonts / "Vera.ttf")))
-    pdfmetrics.registerFont(TTFont(_FONT_BOLD, str(fonts / "VeraBd.ttf")))
+    for name, file_name in _FONT_FILES.items():
+        pdfmetrics.registerFont(TTFont(name, str(FONTS_DIR / file_name)))
     pdfmetrics.registerFontFamily(_FONT, normal=_FONT, bold=_FONT_BOLD)
+
+
+@cache
+def _glyphs(font_name: str) -> frozenset[int]:
+    """The code points ``font_name`` has a glyph for."""
+    return frozenset(pdfmetrics.getFont(font_name).face.charToGlyph)
+
+
+@cache
+def _font_chain(font_name: str) -> tuple[tuple[str, Callable[[str], bool]], ...]:
+    """The fonts a text in ``font_name`` falls back to, each with its has-a-glyph test."""
+    names = dict.fromkeys([font_name, _FONT, _FONT_CJK])
+    return tuple((name, lambda char, name=name: ord(char) in _glyphs(name)) for name in names)
+
+
+def _needs_layout(text: str, font_name: str) -> bool:
+    """Whether ``text`` has a character the font lacks or one that reads right to left."""
+    glyphs = _glyphs(font_name)
+    return pdftext.has_right_to_left(text) or any(ord(char) not in glyphs for char in text)
+
+
+def _markup(text: str, style: ParagraphStyle, width: float) -> tuple[str, bool]:
+    """Paragraph markup for ``text`` in lines at most ``width`` wide, and whether the text
+    reads right to left (``pdftext`` says how; only fallback fonts get a ``<font>`` span)."""
+    chain = _font_chain(style.fontName)
+
+    def has_glyph(char: str) -> bool:
+        return any(has(char) for _, has in chain)
+
+    def measure(line: str) -> float:
+        return sum(
+            pdfmetrics.stringWidth(run, font, style.fontSize)
+            for font, run in pdftext.font_runs(line, chain)
+        )
+
+    def spans(line: str) -> str:
+        return "".join(
+            escape(run) if font == style.fontName else f'<font name="{font}">{escape(run)}</font>'
+            for font, run in pdftext.font_runs(line, chain)
+        )
+
+    shaped = pdftext.shape_arabic(text, has_glyph)
+    if not pdftext.has_right_to_left(shaped):
+        return spans(shaped), False
+    level = pdftext.base_level(shaped)
+    lines = pdftext.logical_lines(shaped, width, measure)
+    return "<br/>".join(spans(pdftext.visual_order(line, level)) for line in lines), bool(level)
 
 
 class _Styles:
@@ -227,10 +291,17 @@ class _Styles:
         )
 
 
-def _para(text: str, style: ParagraphStyle) -> Paragraph:
-    """Text as a Paragraph: escaped (a summary's ``<b>`` is text, not markup), control
-    characters blanked (the paragraph parser rejects some)."""
-    return Paragraph(escape(text.translate(_CONTROL_CHARS)), style)
+def _para(text: str, style: ParagraphStyle, width: float = _WIDTH) -> Paragraph:
+    """Text as a Paragraph ``width`` wide: escaped (a summary's ``<b>`` is text, not markup),
+    control characters blanked (the paragraph parser rejects some), other scripts laid out by
+    ``_markup``; right-aligned when it reads right to left."""
+    text = " ".join(text.translate(_CONTROL_CHARS).split())  # a Paragraph collapses it too
+    if text.isascii() or not _needs_layout(text, style.fontName):
+        return Paragraph(escape(text), style)
+    markup, right_to_left = _markup(text, style, width)
+    if right_to_left:
+        style = ParagraphStyle(f"{style.name}-rtl", parent=style, alignment=TA_RIGHT)
+    return Paragraph(markup, style)
 
 
 def pdf_report(
@@ -295,8 +366,39 @@ def pdf_report(
         story += _event_tables(rows, styles)
 
     output = io.BytesIO()
-    _document(output, now, styles).build(story)
+    _document(output, now, styles).build(story, canvasmaker=_NumberedCanvas)
     return output.getvalue()
+
+
+class _NumberedCanvas(Canvas):
+    """A canvas that ends every page with "Page N of M".
+
+    The page count is known only once the whole story is laid out, so each finished page is
+    kept (its drawing state, which holds the page's content) instead of being written at once;
+    ``save`` then adds the footer to each and writes them all. The kept pages cost memory in
+    proportion to the report, which ``PDF_MAX_ROWS`` bounds.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._pages: list[dict[str, Any]] = []
+
+    def showPage(self) -> None:  # reportlab's name
+        self._pages.append(dict(self.__dict__))
+        self._startPage()
+
+    def save(self) -> None:
+        total = len(self._pages)
+        for page in self._pages:
+            self.__dict__.update(page)
+            self.saveState()
+            self.setFont(_FONT, 8)
+            self.drawRightString(
+                _PAGE[0] - _MARGIN, 8 * mm, f"Page {self.getPageNumber()} of {total}"
+            )
+            self.restoreState()
+            super().showPage()
+        super().save()
 
 
 def _summary_table(counts: list[tuple[str, int]], matched: int, styles: _Styles) -> Table:
@@ -337,12 +439,15 @@ def _event_tables(rows: list[tuple], styles: _Styles) -> list[Table]:
 
 
 def _cell(text: str, width: float, style: ParagraphStyle) -> str | Paragraph:
-    """A plain string when the text fits on one line, else a Paragraph that wraps it. Most cells
-    fit, and a string costs reportlab far less to lay out than a Paragraph."""
-    text = " ".join(text.translate(_CONTROL_CHARS).split())  # a Paragraph collapses it too
-    if pdfmetrics.stringWidth(text, style.fontName, style.fontSize) <= width - 2 * _CELL_PADDING:
+    """A plain string when the text fits on one line in the normal font, reading left to right,
+    else a Paragraph. Most cells are such strings, which cost reportlab far less to lay out."""
+    text = " ".join(text.translate(_CONTROL_CHARS).split())
+    inner = width - 2 * _CELL_PADDING
+    if (text.isascii() or not _needs_layout(text, style.fontName)) and pdfmetrics.stringWidth(
+        text, style.fontName, style.fontSize
+    ) <= inner:
         return text
-    return _para(text, style)
+    return _para(text, style, inner)
 
 
 def _document(output: io.BytesIO, now: datetime, styles: _Styles) -> BaseDocTemplate:
@@ -356,10 +461,10 @@ def _document(output: io.BytesIO, now: datetime, styles: _Styles) -> BaseDocTemp
     _, headings_height = headings.wrap(_WIDTH, top - bottom)
 
     def footer(canvas: Any, doc: BaseDocTemplate) -> None:
+        # "Page N of M" is drawn by _NumberedCanvas, once M is known.
         canvas.saveState()
         canvas.setFont(_FONT, 8)
         canvas.drawString(_MARGIN, 8 * mm, f"{PDF_TITLE} · generated {generated}")
-        canvas.drawRightString(_PAGE[0] - _MARGIN, 8 * mm, f"Page {canvas.getPageNumber()}")
         canvas.restoreState()
 
     def event_page(canvas: Any, doc: BaseDocTemplate) -> None:

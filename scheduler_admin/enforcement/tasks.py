@@ -2,6 +2,10 @@
 
 Every task is idempotent, so redelivery (``acks_late``) is harmless: sweeps re-read the database,
 ``execute_run`` claims before it writes, and eviction delivery claims each order.
+
+Beat sends the sweeps every few seconds, so they log at INFO only when they did something (started
+a run, acknowledged an eviction) and at DEBUG otherwise; Celery's own lines about them are DEBUG
+too (``scheduler_admin/logfilters.py``). A run's end is always INFO.
 """
 
 from __future__ import annotations
@@ -16,19 +20,27 @@ from scheduler_admin.enforcement import evictions, runs
 logger = logging.getLogger(__name__)
 
 
+def _log_runs(did: str, run_ids: list[int]) -> None:
+    """One INFO line naming the runs a sweep started or re-enqueued; DEBUG when there were none."""
+    if run_ids:
+        logger.info("%s run(s) %s", did, ", ".join(str(run_id) for run_id in run_ids))
+    else:
+        logger.debug("%s no run", did)
+
+
 @shared_task(ignore_result=True)
 def sweep_due_quota_timers() -> None:
-    runs.sweep_due_quota_timers()
+    _log_runs("quota timer sweep started", runs.sweep_due_quota_timers())
 
 
 @shared_task(ignore_result=True)
 def sweep_pending_asks() -> None:
-    runs.sweep_pending_asks()
+    _log_runs("pending ask sweep started", runs.sweep_pending_asks())
 
 
 @shared_task(ignore_result=True)
 def reap_stale_runs() -> None:
-    runs.reap_stale_runs()
+    _log_runs("reaper re-enqueued", runs.reap_stale_runs())
 
 
 @shared_task(ignore_result=True)
@@ -38,11 +50,22 @@ def deliver_eviction_webhooks() -> None:
     Hitting the soft limit means the service's own budget failed; what it left claimed is
     retried once the claims pass."""
     try:
-        evictions.deliver_eviction_webhooks()
+        acknowledged = evictions.deliver_eviction_webhooks()
     except SoftTimeLimitExceeded:
         logger.warning("eviction webhook delivery stopped by its soft time limit")
+        return
+    level = logging.INFO if acknowledged else logging.DEBUG
+    logger.log(level, "eviction webhook: %s order(s) acknowledged", acknowledged)
 
 
 @shared_task(bind=True, ignore_result=True)
 def execute_run(self, run_id: int) -> None:
-    runs.execute_run(run_id, worker=self.request.hostname or "unknown")
+    run = runs.execute_run(run_id, worker=self.request.hostname or "unknown")
+    if run is None:
+        logger.debug("run %s: not ours to execute (finished, or claimed by a live worker)", run_id)
+        return
+    outcome = f", {run.outcome}" if run.outcome else ""
+    logger.info(
+        "run %s (%s, %s %s): %s%s",
+        run.pk, run.policy, run.partition.name, run.queue_path, run.status, outcome,
+    )  # fmt: skip

@@ -4,6 +4,7 @@ fencing tokens, resumption and evictions. Time is moved with time-machine."""
 from __future__ import annotations
 
 import io
+import logging
 from datetime import timedelta
 
 import pytest
@@ -299,3 +300,31 @@ def test_a_victim_counts_towards_displayed_usage_until_its_eviction_is_acknowled
     for order in EvictionOrder.objects.all():
         acknowledge_eviction(order.pk, actor=None)
     assert queue_usage(partition)["root.team"] == {"memory": 70 * GB}  # a1 (30G) and b3 (40G)
+
+
+def test_the_tasks_log_at_info_only_what_they_did(partition, caplog):
+    """Beat sends the sweeps every 5 s: a sweep with nothing to do is a DEBUG line, one that
+    started a run an INFO line naming it, and the run's end is an INFO line (issue 13)."""
+    from scheduler_admin.enforcement import tasks
+
+    caplog.set_level(logging.DEBUG, logger=tasks.logger.name)
+
+    def info_lines() -> list[str]:
+        lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.INFO]
+        caplog.clear()
+        return lines
+
+    lower_team_max(100)
+    with time_machine.travel(START + timedelta(seconds=1), tick=False):
+        tasks.sweep_due_quota_timers()  # not due yet
+        tasks.sweep_pending_asks()
+        tasks.reap_stale_runs()
+        tasks.deliver_eviction_webhooks()
+    assert info_lines() == []
+    with time_machine.travel(START + timedelta(seconds=2), tick=False):
+        tasks.sweep_due_quota_timers()
+    run = PreemptionRun.objects.get()
+    assert info_lines() == [f"quota timer sweep started run(s) {run.pk}"]
+    with time_machine.travel(START + timedelta(seconds=3), tick=False):
+        tasks.execute_run(run.pk)
+    assert info_lines() == [f"run {run.pk} (quota, default root.team): finished, complete"]

@@ -283,9 +283,20 @@ def test_bad_arguments_are_refused_with_a_clear_message(demo, args, message):
 
 def test_max_steps_ends_the_churn_loop(demo):
     output = simulate("--nodes", "20", "--tasks", "300", "--churn", "--max-steps", "2",
-                      "--interval", "0")  # fmt: skip
+                      "--interval", "0", "--verbosity", "2")  # fmt: skip
     assert "step 1:" in output and "step 2:" in output and "step 3:" not in output
     assert "Churn reached --max-steps after 2 step(s)." in output
+
+
+def test_routine_steps_are_printed_only_at_verbosity_2(demo):
+    """``make run`` runs the churn for hours: a step without evictions is not worth a line."""
+    simulate("--nodes", "20", "--tasks", "300")
+    quiet = simulate("--churn", "--max-steps", "3", "--interval", "0")
+    assert "Steps with evictions are printed." in quiet
+    assert " step " not in quiet
+    assert "Churn reached --max-steps after 3 step(s)." in quiet
+    loud = simulate("--churn", "--max-steps", "3", "--interval", "0", "--verbosity", "2")
+    assert "step 1:" in loud and "step 3:" in loud
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
@@ -293,7 +304,7 @@ def test_a_signal_stops_the_churn_loop_cleanly(transactional_db, tmp_path, signu
     call_command("import_config", DEMO, stdout=io.StringIO())
     command = [
         sys.executable, "manage.py", "simulate_cluster",
-        "--nodes", "20", "--tasks", "200", "--churn", "--interval", "0.2",
+        "--nodes", "20", "--tasks", "200", "--churn", "--interval", "0.2", "--verbosity", "2",
     ]  # fmt: skip
     with ManagedProcess("simulator", command, env=test_database_env(), log_dir=tmp_path) as sim:
         deadline = time.monotonic() + 60

@@ -7,7 +7,9 @@ No real cluster is connected to the demo, so this command plays one (SPEC 3.3, 5
    can start it on every launch.
 2. With ``--churn``, every ``--interval`` seconds: ingest one ``simulator.churn_step`` (tasks
    finish and start, asks get scheduled), then acknowledge every pending eviction order of the
-   partition (the "cluster" evicts at once), and print one line. SIGINT and SIGTERM end the loop
+   partition (the "cluster" evicts at once). A step prints one line if it acknowledged evictions
+   or removed evicted pods; a routine step (tasks come and go) only with ``--verbosity 2``, since
+   ``make run`` runs this for hours next to the services' logs. SIGINT and SIGTERM end the loop
    after the current step, without a traceback; so does ``--max-steps``.
 
 Every write of cluster state goes through ``ingest_cluster_state``; evictions are acknowledged
@@ -159,14 +161,18 @@ class Command(BaseCommand):
         rng = random.Random(options["seed"])  # noqa: S311 - a simulation, not cryptography
         previous = self._trap_signals(stop)
         steps = 0
+        every_step = options["verbosity"] >= 2
         self.stdout.write(
-            f"Churning {partition.name!r} every {options['interval']:g}s; Ctrl-C stops."
+            f"Churning {partition.name!r} every {options['interval']:g}s; Ctrl-C stops. "
+            + ("Every step is printed." if every_step else "Steps with evictions are printed.")
         )
         try:
             while not stop.is_set():
                 steps += 1
                 try:
-                    self.stdout.write(self._step(partition, rng, steps))
+                    line, eventful = self._step(partition, rng, steps)
+                    if eventful or every_step:
+                        self.stdout.write(line)
                 except (DatabaseError, CommandError) as exc:
                     self.stderr.write(f"step {steps}: skipped ({exc})")
                 if options["max_steps"] is not None and steps >= options["max_steps"]:
@@ -180,8 +186,9 @@ class Command(BaseCommand):
         reason = "stopped by signal" if stop.is_set() else "reached --max-steps"
         self.stdout.write(f"Churn {reason} after {steps} step(s).")
 
-    def _step(self, partition: Partition, rng: random.Random, number: int) -> str:
-        """One churn step and the acknowledgement of every pending eviction; the log line."""
+    def _step(self, partition: Partition, rng: random.Random, number: int) -> tuple[str, bool]:
+        """One churn step and the acknowledgement of every pending eviction; the log line, and
+        whether the step touched an eviction (acknowledged one, or removed an evicted pod)."""
         now = timezone.now()
         snapshot = simulator.read_snapshot(partition)
         body = simulator.churn_step(snapshot, now=now, rng=rng)
@@ -207,12 +214,13 @@ class Command(BaseCommand):
         running = sum(1 for t in snapshot.allocations if t.state == "running")
         running += len(body["allocations"]) - finished
         pending_asks = len(snapshot.asks) + len(body["asks"]) - len(removed_asks)
-        return (
+        line = (
             f"{now:%H:%M:%S} step {number}: {len(body['allocations']) - scheduled} started, "
             f"{finished} finished, {scheduled} asks scheduled, {released} evicted pods gone, "
             f"{acknowledged} evictions acknowledged | {running} running, "
             f"{pending_asks} asks pending"
         )
+        return line, bool(acknowledged or released)
 
     @staticmethod
     def _trap_signals(stop: threading.Event) -> dict[int, Any]:
