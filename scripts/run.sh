@@ -29,6 +29,22 @@
 #   `wait -n`, which a signal arriving just before it started would not interrupt.
 set -uo pipefail
 
+# A script started in the background by another script (`make run &` in a CI job or a wrapper)
+# inherits SIGINT *ignored*, and bash cannot trap a signal that was ignored when it started: a
+# later SIGINT would then stop nothing. Start over once with SIGINT at its default, so the trap
+# below takes. (SIGHUP is left as found: `nohup make run` ignores it on purpose.)
+if [ -z "${SCHEDULER_RUN_SIGINT_RESET:-}" ] && [ -r "/proc/$$/status" ]; then
+  ignored=$(sed -n 's/^SigIgn:[[:space:]]*//p' "/proc/$$/status")
+  if [ -n "$ignored" ] && (( (16#$ignored >> 1) & 1 )); then
+    export SCHEDULER_RUN_SIGINT_RESET=1
+    python="$(dirname "$0")/../.venv/bin/python"
+    [ -x "$python" ] || python=python3
+    exec "$python" -c 'import os, signal, sys
+signal.signal(signal.SIGINT, signal.SIG_DFL)
+os.execv("/bin/bash", ["bash", *sys.argv[1:]])' "$0" "$@"
+  fi
+fi
+
 stop_signal=""
 for signal_name in INT TERM HUP; do
   trap "stop_signal=\${stop_signal:-$signal_name}" "$signal_name"
