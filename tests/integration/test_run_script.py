@@ -97,13 +97,18 @@ class Run:
     port: int = field(default_factory=free_port)
     marker: str = field(default_factory=lambda: uuid.uuid4().hex)
     process: subprocess.Popen[bytes] | None = None
+    #: Start it with SIGINT ignored, as a script's ``make run &`` does.
+    sigint_ignored: bool = False
 
     def start(self) -> Run:
         env = _environment(self.var_dir, self.port, self.marker, **self.extra_env)
+        ignore = (
+            (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if self.sigint_ignored else None
+        )
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 self.command, cwd=PROJECT_DIR, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True,
+                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=ignore,
             )  # fmt: skip
         return self
 
@@ -225,7 +230,7 @@ def start_run(prepared_var: Path, tmp_path: Path) -> Iterator[Callable[..., Run]
     """Start a run on a copy of the prepared var/ (a free port each), and clean up after."""
     runs: list[Run] = []
 
-    def start(*, through_make: bool = False, **extra_env: str) -> Run:
+    def start(*, through_make: bool = False, sigint_ignored: bool = False, **extra_env: str) -> Run:
         var_dir = tmp_path / f"var{len(runs)}"
         shutil.copytree(prepared_var, var_dir)
         # make would reinstall the venv if requirements.txt looked newer: never in a test.
@@ -234,7 +239,8 @@ def start_run(prepared_var: Path, tmp_path: Path) -> Iterator[Callable[..., Run]
             if through_make
             else ["bash", str(RUN_SCRIPT)]
         )
-        run = Run(command, var_dir, tmp_path / f"run{len(runs)}.log", extra_env).start()
+        log = tmp_path / f"run{len(runs)}.log"
+        run = Run(command, var_dir, log, extra_env, sigint_ignored=sigint_ignored).start()
         runs.append(run)
         return run
 
@@ -277,6 +283,25 @@ def test_signals_to_a_running_product_stop_every_process(start_run, through_make
     assert isinstance(first, tuple)
     if not through_make:  # the script ends by the first signal, as an interrupted command does
         assert status == -first[1], output
+
+
+def test_ctrl_c_stops_a_run_that_a_script_started_in_the_background(start_run):
+    """A script's ``make run &`` starts make with SIGINT ignored, and bash cannot trap a signal
+    ignored on entry: run.sh starts over once with SIGINT at its default, so a double SIGINT to
+    the group still stops everything."""
+    run = start_run(through_make=True, sigint_ignored=True)
+    run.wait_until_ready()
+    status_line = Path(f"/proc/{run.script_pid()}/status").read_text()
+    ignored = int(
+        next(line for line in status_line.splitlines() if line.startswith("SigIgn:")).split()[1], 16
+    )
+    assert not ignored & (1 << (signal.SIGINT - 1)), "run.sh still ignores SIGINT"
+
+    run.send(DOUBLE_CTRL_C)
+    run.wait_stopped()
+
+    assert_nothing_left(run)
+    assert "Stopped." in run.output()
 
 
 def test_sigterm_to_makes_group_after_a_quiet_start_with_the_final_block_last(start_run):
