@@ -303,6 +303,7 @@ def test_recent_short_runs_raise_alerts_that_link_to_the_run(demo, viewer):
     assert f'href="/runs/{short.pk}/"' in alerts and f'href="/runs/{stuck.pk}/"' in alerts
     assert outcome_text("short") in alerts and outcome_text("does_not_help") in alerts
     assert f"/runs/{fine.pk}/" not in alerts and f"/runs/{old.pk}/" not in alerts
+    assert 'href="/glossary/#outcome-short"' in alerts  # the words link to their entry
     # All four are in the recent runs table, each linking to its page.
     for item in (short, stuck, fine, old):
         assert f'href="/runs/{item.pk}/"' in page

@@ -14,7 +14,12 @@ from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.system.models import WorkerHeartbeat
 from scheduler_admin.web.dashboard.tree import QueueTree
-from scheduler_admin.web.explanations import ALERT_OUTCOMES, outcome_text
+from scheduler_admin.web.explanations import (
+    ALERT_OUTCOMES,
+    glossary_url,
+    outcome_anchor,
+    outcome_text,
+)
 
 #: A worker whose heartbeat is older than this is shown as not running.
 HEARTBEAT_STALE_AFTER = timedelta(seconds=30)
@@ -56,6 +61,9 @@ def alerts(partition: Partition, now: datetime) -> list[dict[str, object]]:
             "run": run,
             "label": "failed" if run.status == RunStatus.FAILED else run.outcome,
             "text": run.error if run.status == RunStatus.FAILED else outcome_text(run.outcome),
+            "link": ""
+            if run.status == RunStatus.FAILED
+            else glossary_url(outcome_anchor(run.outcome)),
         }
         for run in runs
     ]
