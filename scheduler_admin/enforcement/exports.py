@@ -36,7 +36,7 @@ EXPLANATION_FIELDS = [
     "budget", "required_node", "remaining_before", "remaining_after",
 ]  # fmt: skip
 #: The model field behind each exported field that is named differently.
-_COLUMNS = {"queue": "queue_path", "node": "node_name"}
+STORED_AS = {"queue": "queue_path", "node": "node_name"}
 
 
 def explanation_items(candidates: QuerySet[RunCandidate]) -> Iterator[dict[str, Any]]:
@@ -44,7 +44,7 @@ def explanation_items(candidates: QuerySet[RunCandidate]) -> Iterator[dict[str, 
     fields of ``api.serializers.ExplanationSerializer``): resources as exact quantity strings,
     times in ISO 8601 UTC. Read with ``values_list`` in chunks, not as model instances, since a
     run can have 100,000 of them."""
-    fields = [_COLUMNS.get(name, name) for name in EXPLANATION_FIELDS]
+    fields = [STORED_AS.get(name, name) for name in EXPLANATION_FIELDS]
     for row in candidates.values_list(*fields).iterator(chunk_size=CHUNK_SIZE):
         yield api_item(dict(zip(EXPLANATION_FIELDS, row, strict=True)))
 

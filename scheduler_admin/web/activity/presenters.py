@@ -22,6 +22,7 @@ from django_filters import FilterSet
 
 from scheduler_admin.api.params import is_whole_number
 from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.enforcement.exports import STORED_AS
 from scheduler_admin.enforcement.models import RunCandidate
 from scheduler_admin.web.explanations import (
     ALERT_OUTCOMES,
@@ -144,24 +145,10 @@ def leaf_rows(
 def stored_row(candidate: RunCandidate) -> CandidateRow:
     """A stored candidate as the plan rows show it: the facts and the specific reason kept
     with the run when it planned, never the cluster as it is now."""
+    facts = {name: getattr(candidate, STORED_AS.get(name, name)) for name in plans.FACTS}
+    facts["resources"] = facts["resources"] or {}
     return plans.candidate_row(
-        candidate.candidate,
-        candidate.accepted,
-        candidate.reason,
-        order=candidate.position,
-        detail=candidate.detail,
-        rank=candidate.rank,
-        queue=candidate.queue_path,
-        application=candidate.application,
-        node=candidate.node_name,
-        resources=candidate.resources or {},
-        priority=candidate.priority,
-        qos=candidate.qos,
-        created_at=candidate.created_at,
-        originator=candidate.originator,
-        allow_preemption=candidate.allow_preemption,
-        budget=candidate.budget,
-        required_node=candidate.required_node,
+        candidate.candidate, candidate.accepted, candidate.reason, order=candidate.position, **facts
     )
 
 

@@ -82,26 +82,19 @@ def candidate_row(candidate: str, accepted: bool, reason: str, **facts: Any) -> 
     )
 
 
+#: The facts a row shows besides the verdict, named as ``CandidateRecord`` (and ``CandidateRow``)
+#: name them.
+FACTS = (
+    "detail", "rank", "queue", "application", "node", "resources", "priority", "qos",
+    "created_at", "originator", "allow_preemption", "budget", "required_node",
+)  # fmt: skip
+
+
 def record_row(record: CandidateRecord) -> CandidateRow:
     """The row of one ``preemption.explain`` record."""
+    facts = {name: getattr(record, name) for name in FACTS}
     return candidate_row(
-        record.candidate,
-        record.accepted,
-        str(record.reason),
-        order=record.position,
-        detail=record.detail,
-        rank=record.rank,
-        queue=record.queue,
-        application=record.application,
-        node=record.node,
-        resources=record.resources,
-        priority=record.priority,
-        qos=record.qos,
-        created_at=record.created_at,
-        originator=record.originator,
-        allow_preemption=record.allow_preemption,
-        budget=record.budget,
-        required_node=record.required_node,
+        record.candidate, record.accepted, str(record.reason), order=record.position, **facts
     )
 
 
