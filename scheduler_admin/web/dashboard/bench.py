@@ -21,15 +21,12 @@ Steps:
 from __future__ import annotations
 
 import argparse
-import io
-import json
 import os
-import random
 import statistics
 import sys
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 SERVER = "postgres://postgres@127.0.0.1:5432"
 GIB = 1024**3
@@ -70,107 +67,18 @@ def main(argv: list[str] | None = None) -> int:
 def _run(args: argparse.Namespace) -> None:
     from django.core.management import call_command
 
+    from scheduler_admin.bench import data
+
     started = time.perf_counter()
     call_command("migrate", verbosity=0)
-    partition, config = _build_tree()
-    _build_cluster(partition, config, args.tasks)
+    partition, config = data.build_tree()
+    data.build_cluster(partition, config, args.tasks)
     _build_timers_and_runs(partition)
     print(
         f"data: {len(config.queues)} queues, {args.tasks} tasks "
         f"(built in {time.perf_counter() - started:.1f} s)"
     )
     _measure(partition, args.runs)
-
-
-def _build_tree():
-    """root -> 20 tenants. ``t00`` is wide (250 leaves right under it); the other 19 have 12
-    groups of 20 leaves each: 5,058 queues below root. A tenant sets ``quota.preemption.delay``,
-    so max must stay above guarantee everywhere (SPEC 3.2)."""
-    from preemption.config import PartitionConfig, PartitionSettings, QueueConfig
-    from scheduler_admin.queues.models import Partition
-    from scheduler_admin.queues.services import save_partition_config
-
-    leaf_g = {"vcore": 2000, "memory": 8 * GIB}
-    leaf_max = {"vcore": 8000, "memory": 32 * GIB}
-    queues = [QueueConfig.child_of(None, "root")]
-    for t in range(20):
-        tenant = f"root.t{t:02d}"
-        queues.append(
-            QueueConfig.child_of(
-                "root", f"t{t:02d}",
-                guaranteed={"vcore": 600_000, "memory": 2400 * GIB},
-                max={"vcore": 2_000_000, "memory": 8000 * GIB},
-                properties={"quota.preemption.delay": "2m"},
-            )
-        )  # fmt: skip
-        if t == 0:
-            for leaf in range(250):
-                queues.append(
-                    QueueConfig.child_of(tenant, f"q{leaf:03d}", guaranteed=leaf_g, max=leaf_max)
-                )
-            continue
-        for g in range(12):
-            group = f"{tenant}.g{g:02d}"
-            queues.append(
-                QueueConfig.child_of(
-                    tenant, f"g{g:02d}",
-                    guaranteed={"vcore": 40_000, "memory": 160 * GIB},
-                    max={"vcore": 160_000, "memory": 640 * GIB},
-                )
-            )  # fmt: skip
-            for leaf in range(20):
-                # Every 97th leaf has a small max, so some queues are over it.
-                small = (t * 1000 + g * 20 + leaf) % 97 == 0
-                limit = {"vcore": 3000, "memory": 12 * GIB} if small else leaf_max
-                queues.append(
-                    QueueConfig.child_of(group, f"q{leaf:02d}", guaranteed=leaf_g, max=limit)
-                )
-    settings = PartitionSettings(name="bench", quota_preemption_enabled=True)
-    config = PartitionConfig(settings=settings, queues=tuple(queues))
-    save_partition_config(config, actor=None, comment="dashboard bench")
-    return Partition.objects.get(name="bench"), config
-
-
-def _build_cluster(partition, config, tasks: int) -> None:
-    """2,000 nodes, one application per leaf, ``tasks`` running allocations on random leaves."""
-    from django.db import connection
-
-    from scheduler_admin.cluster.models import Allocation, Application, Node
-
-    rng = random.Random(6)  # noqa: S311 (synthetic data, not a secret)
-    parents = {q.parent for q in config.queues}
-    leaves = [q.path for q in config.queues if q.path not in parents]
-    Node.objects.bulk_create(
-        Node(partition=partition, name=f"n{i:04d}", capacity={"vcore": 64_000, "memory": 256 * GIB})
-        for i in range(2000)
-    )
-    Application.objects.bulk_create(
-        Application(partition=partition, external_id=f"app-{i}", queue_path=path)
-        for i, path in enumerate(leaves)
-    )
-    app_ids = dict(Application.objects.filter(partition=partition).values_list("queue_path", "id"))
-    now = datetime.now(UTC)
-    buffer = io.StringIO()
-    for index in range(tasks):
-        path = rng.choice(leaves)
-        resources = {"vcore": rng.choice([100, 200]), "memory": rng.choice([128, 256, 384]) * MIB}
-        if rng.random() < 0.1:
-            resources["pods"] = 1
-        created = now - timedelta(seconds=rng.randrange(1, 86_400))
-        row = [
-            str(partition.pk), f"task-{index:07d}", str(app_ids[path]), path,
-            f"n{rng.randrange(2000):04d}", json.dumps(resources), str(rng.randrange(10)),
-            "t", "f", "", "", "", "", created.isoformat(), "running",
-        ]  # fmt: skip
-        buffer.write("\t".join(row) + "\n")
-    columns = (
-        "partition_id, external_id, application_id, queue_path, node_name, resources, priority, "
-        "allow_preemption, originator, required_node, job, qos, pdb, created_at, state"
-    )
-    with connection.cursor() as cursor:
-        with cursor.copy(f"COPY {Allocation._meta.db_table} ({columns}) FROM STDIN") as copy:
-            copy.write(buffer.getvalue())
-        cursor.execute(f"ANALYZE {Allocation._meta.db_table}")
 
 
 def _build_timers_and_runs(partition) -> None:
