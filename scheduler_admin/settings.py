@@ -181,7 +181,7 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["scheduler_admin.api.permissions.RolePermission"],
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
-        "rest_framework.filters.OrderingFilter",
+        "scheduler_admin.api.ordering.StableOrderingFilter",
     ],
     "DEFAULT_PAGINATION_CLASS": "scheduler_admin.api.pagination.StandardPagination",
     "DEFAULT_SCHEMA_CLASS": "scheduler_admin.api.schema.AutoSchema",

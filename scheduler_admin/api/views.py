@@ -11,11 +11,9 @@ from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, viewsets
 from rest_framework.exceptions import NotFound
-from rest_framework.filters import OrderingFilter
-from rest_framework.request import Request
 from rest_framework.serializers import BaseSerializer
-from rest_framework.views import APIView
 
+from scheduler_admin.api.ordering import StableOrderingFilter
 from scheduler_admin.api.permissions import VIEWER
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.services import get_partition
@@ -63,17 +61,6 @@ def document_reads(
             responses={200: serializer, **READ_ERRORS},
         ),
     )
-
-
-class StableOrderingFilter(OrderingFilter):
-    """``?ordering=`` that always ends with the primary key, so pages neither overlap nor skip
-    rows when the chosen field has ties."""
-
-    def get_ordering(self, request: Request, queryset: QuerySet, view: APIView) -> list[str]:
-        ordering = list(super().get_ordering(request, queryset, view) or [])
-        if ordering and not {"pk", "-pk", "id", "-id"} & set(ordering):
-            ordering.append("pk")
-        return ordering
 
 
 def _no_nul(value: object) -> str:
