@@ -40,6 +40,7 @@ test: lint
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed
+	$(PY) -m scheduler_admin.bench
 	$(PY) -m preemption.bench
 	$(PY) -m scheduler_admin.cluster.bench
 	$(PY) -m scheduler_admin.web.dashboard.bench
