@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Protocol
 
 from preemption import resources
@@ -144,6 +145,16 @@ class Hierarchy:
             stack.extend(reversed(children))
         return leaves
 
+    def subtree(self, path: str) -> list[str]:
+        """``path`` and every queue below it, parents before children (depth-first)."""
+        found: list[str] = []
+        stack = [path]
+        while stack:
+            current = stack.pop()
+            found.append(current)
+            stack.extend(reversed(self._children[current]))
+        return found
+
     def usage_by_queue(self, allocations: Iterable[HasUsage]) -> dict[str, dict[str, int]]:
         """Usage of every queue: the sum of the given allocations in its subtree.
 
@@ -244,6 +255,18 @@ def duration_property(queue: QueueConfig, key: str) -> int | None:
     value = queue.properties.get(key)
     if value is None:
         return None
+    if isinstance(value, str):
+        return _duration_seconds(value, key)
+    try:
+        return parse_duration(value, field=key)
+    except DurationError:
+        return None
+
+
+@lru_cache(maxsize=4096)
+def _duration_seconds(value: str, key: str) -> int | None:
+    """``duration_property`` of a text value, remembered: a tree of 5,000 queues inherits the
+    same few spellings, and effective delays are looked up along every path."""
     try:
         return parse_duration(value, field=key)
     except DurationError:

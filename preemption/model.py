@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from functools import cached_property
+from itertools import chain
 from typing import Any, NamedTuple
 
 from preemption.config import PartitionConfig, PartitionSettings
@@ -164,12 +165,24 @@ class Options:
     soft_eviction: bool = False
 
 
+class QueueUsage(NamedTuple):
+    """Resources used in one queue by running allocations a state does not list."""
+
+    queue: str
+    resources: Mapping[str, int]
+
+
 @dataclass(frozen=True)
 class ClusterState:
     """Everything a policy may look at: the partition config, the cluster and runs in progress.
 
     Derived views (the hierarchy, live allocations, usage per queue) are computed once on first
     use and cached; the state itself never changes.
+
+    ``usage_elsewhere`` is for a state narrowed to what one plan reads (the services' quota
+    plans list only the allocations of the queue's subtree): the running usage of allocations
+    it does not list, summed per queue, counted in ``usage`` as if they were listed. Empty in a
+    full state.
     """
 
     config: PartitionConfig
@@ -178,6 +191,7 @@ class ClusterState:
     asks: tuple[Ask, ...] = ()
     budgets: tuple[Budget, ...] = ()
     running_runs: frozenset[str] = frozenset()
+    usage_elsewhere: tuple[QueueUsage, ...] = ()
 
     @property
     def settings(self) -> PartitionSettings:
@@ -195,7 +209,7 @@ class ClusterState:
     @cached_property
     def usage(self) -> dict[str, dict[str, int]]:
         """Usage of every queue (its own allocations and all its descendants'), by path."""
-        return self.hierarchy.usage_by_queue(self.running)
+        return self.hierarchy.usage_by_queue(chain(self.running, self.usage_elsewhere))
 
     @cached_property
     def nodes_by_name(self) -> dict[str, Node]:

@@ -20,7 +20,7 @@ from preemption.explain import CandidateRecord, explain
 from preemption.model import ClusterState, Options, Plan
 from preemption.policies import plan_ask, plan_job, plan_quota, plan_quota_change, with_new_max
 from preemption.timers import QuotaTimer, timers_after_save
-from scheduler_admin.cluster.adapters import load_cluster_state, with_overrides
+from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state, with_overrides
 from scheduler_admin.cluster.services import ClusterStateBody
 from scheduler_admin.enforcement.exports import api_item
 from scheduler_admin.enforcement.models import QuotaTimer as TimerRow
@@ -28,6 +28,7 @@ from scheduler_admin.enforcement.models import TimerStatus
 from scheduler_admin.enforcement.runs import active_run_queues
 from scheduler_admin.enforcement.timers import as_engine_timer
 from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.saved import current_config
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,12 @@ def preview_change(
     partition: Partition, new_config: PartitionConfig, *, now: datetime | None = None
 ) -> ChangePreview:
     """The timers ``new_config`` would start, reset or cancel, and the plan each started one
-    would run (the engine's ``timers_after_save`` decides, exactly as the save will)."""
+    would run (the engine's ``timers_after_save`` decides, exactly as the save will).
+
+    The plans are made on a state holding only what they read (``load_quota_state``: the
+    started queues' subtrees and their guarded ancestors' usage), not the whole cluster."""
     now = now or timezone.now()
-    current = partition.current_config()
+    current = current_config(partition)
     pending = {
         row.queue_path: as_engine_timer(row)
         for row in TimerRow.objects.filter(partition=partition, status=TimerStatus.PENDING)
@@ -100,8 +104,8 @@ def preview_change(
     cancelled = tuple(sorted(path for path in pending if path not in after))
     if not started:
         return ChangePreview(timers={}, plans={}, cancelled=cancelled)
-    state = load_cluster_state(
-        partition, running_runs=active_run_queues(partition), config=new_config
+    state = load_quota_state(
+        partition, started, running_runs=active_run_queues(partition), config=new_config
     )
     plans = {
         path: plan_quota_change(state, path, new_config.queues_by_path()[path].max, now)
@@ -161,9 +165,21 @@ def simulation(
     SPEC 4.0 gives it. ``job``: ``target`` is a job id. ``overrides`` (a checked cluster-state
     body) is applied to the loaded state in memory first: "what if these tasks were running".
     Raises ``UnknownTarget`` when the target is not in that state.
+
+    A quota plan without overrides is made on the narrowed state ``load_quota_state`` (the
+    queue's subtree and its guarded ancestors' usage). Ask and job plans, and any plan with
+    overrides (which may move tasks anywhere), are made on the whole state: the ask policies
+    explain every running allocation of the partition (``outside_fence`` and the like).
     """
     now = now or timezone.now()
-    state = load_cluster_state(partition, running_runs=active_run_queues(partition))
+    running_runs = active_run_queues(partition)
+    if policy == "quota" and overrides is None:
+        config = current_config(partition)
+        if config.queue(target) is None:
+            raise UnknownTarget("queue", f"no queue {target!r}")
+        state = load_quota_state(partition, [target], running_runs=running_runs, config=config)
+    else:
+        state = load_cluster_state(partition, running_runs=running_runs)
     if overrides is not None:
         state = with_overrides(state, overrides)
     if policy == "quota":

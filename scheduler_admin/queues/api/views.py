@@ -25,6 +25,7 @@ from preemption import resources
 from preemption.config import (
     PROPERTY_DELAY,
     PROPERTY_QUOTA_DELAY,
+    ROOT,
     PartitionConfig,
     QueueConfig,
     diff_configs,
@@ -37,7 +38,7 @@ from scheduler_admin.api.pagination import StandardPagination
 from scheduler_admin.api.params import int_param
 from scheduler_admin.api.parsers import FLAT_BODY_PARSERS, ConfigJSONParser
 from scheduler_admin.api.permissions import ADMIN, OPERATOR, VIEWER
-from scheduler_admin.cluster.adapters import queue_usage
+from scheduler_admin.cluster.adapters import usage_of_queues
 from scheduler_admin.cluster.models import Ask, AskState
 from scheduler_admin.cluster.services import IngestErrors, parse_cluster_state
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
@@ -74,6 +75,7 @@ from scheduler_admin.queues.api.serializers import (
     yunikorn_facts,
 )
 from scheduler_admin.queues.models import ConfigRevision, Partition
+from scheduler_admin.queues.saved import current_config, current_tree
 from scheduler_admin.queues.yaml_io import parse_queues_yaml, render_queues_yaml
 
 DRY_RUN = OpenApiParameter(
@@ -149,28 +151,49 @@ class PartitionDetail(APIView):
         )
 
 
-def _queue_rows(partition: Partition) -> list[dict[str, Any]]:
-    """Every queue with its effective values, usage, pending asks and timer (SPEC 7)."""
-    config = partition.current_config()
-    hierarchy = Hierarchy(config)
-    usage = queue_usage(partition, config)
+def _queue_rows(partition: Partition, paths: list[str] | None = None) -> list[dict[str, Any]]:
+    """The queues ``paths`` (every queue when None), in that order, each with its effective
+    values, usage, pending asks and timer (SPEC 7).
+
+    Only what those rows show is read: usage and pending asks of their subtrees, their timers
+    and versions. The config comes parsed from the newest revision (``queues.saved``).
+    """
+    config, hierarchy = current_tree(partition)
+    if paths is None:
+        paths = [queue.path for queue in config.queues]
+    usage = usage_of_queues(partition, hierarchy, paths)
+    wanted = set(paths)
+    asks = Ask.objects.filter(partition=partition, state=AskState.PENDING)
+    if ROOT not in wanted:  # root's pending asks are every configured queue's
+        asks = asks.filter(queue_path__in=[q for top in wanted for q in hierarchy.subtree(top)])
     pending: dict[str, dict[str, int]] = {}
-    for queue_path, amount in Ask.objects.filter(
-        partition=partition, state=AskState.PENDING
-    ).values_list("queue_path", "resources"):
-        for step in [
-            queue_path,
-            *(hierarchy.ancestors(queue_path) if queue_path in hierarchy.queues else []),
-        ]:
-            pending[step] = resources.add(pending.get(step, {}), amount)
-    timers = {
-        t.queue_path: t
-        for t in QuotaTimer.objects.filter(partition=partition, status=TimerStatus.PENDING)
-    }
-    versions = dict(partition.queues.values_list("path", "version"))
+    for queue_path, amount in asks.values_list("queue_path", "resources"):
+        if queue_path not in hierarchy.queues:
+            continue  # a queue that is not configured has no row
+        for step in (queue_path, *hierarchy.ancestors(queue_path)):
+            if step in wanted:
+                pending[step] = resources.add(pending.get(step, {}), amount)
+    timer_rows = QuotaTimer.objects.filter(partition=partition, status=TimerStatus.PENDING)
+    queue_rows = partition.queues.all()
+    if len(wanted) < len(hierarchy.queues):
+        timer_rows = timer_rows.filter(queue_path__in=wanted)
+        queue_rows = queue_rows.filter(path__in=wanted)
+    timers = {t.queue_path: t for t in timer_rows}
+    versions = dict(queue_rows.values_list("path", "version"))
     return [
-        _queue_row(queue, hierarchy, usage, pending, timers, versions) for queue in config.queues
+        _queue_row(hierarchy.queues[path], hierarchy, usage, pending, timers, versions)
+        for path in paths
     ]
+
+
+def _queue_path_list(partition: Partition, under: str | None) -> list[str]:
+    """Every queue path (or those of ``under``'s subtree), ordered by path."""
+    _, hierarchy = current_tree(partition)
+    if under:
+        if under not in hierarchy.queues:
+            return []
+        return sorted(hierarchy.subtree(under))
+    return sorted(hierarchy.queues)
 
 
 def _queue_row(
@@ -241,13 +264,11 @@ class QueueList(APIView):
         responses=QueueRowSerializer(many=True),
     )
     def get(self, request: Request, partition: str) -> Response:
-        rows = sorted(_queue_rows(_partition(partition)), key=lambda row: row["path"])
-        under = request.query_params.get("under")
-        if under:
-            rows = [r for r in rows if r["path"] == under or r["path"].startswith(under + ".")]
+        obj = _partition(partition)
+        paths = _queue_path_list(obj, request.query_params.get("under"))
         paginator = self.pagination_class()
-        page = paginator.paginate_queryset(rows, request, view=self)
-        return paginator.get_paginated_response(page)
+        page = paginator.paginate_queryset(paths, request, view=self)
+        return paginator.get_paginated_response(_queue_rows(obj, list(page or [])))
 
     @extend_schema(
         summary="Create a queue (admin)",
@@ -266,7 +287,7 @@ class QueueList(APIView):
             comment=data["comment"], guaranteed=data["guaranteed"], max=data["max"],
             properties=data["properties"],
         )  # fmt: skip
-        row = next(r for r in _queue_rows(obj) if r["path"] == path)
+        [row] = _queue_rows(obj, [path])
         return Response(row, status=201)
 
 
@@ -278,10 +299,12 @@ class QueueDetail(APIView):
     write_role = OPERATOR
 
     def _row(self, partition: Partition, path: str) -> dict[str, Any]:
-        for row in _queue_rows(partition):
-            if row["path"] == path:
-                return row
-        raise services.NotFound(f"queue {path!r} does not exist in partition {partition.name!r}")
+        if path not in current_tree(partition)[1].queues:
+            raise services.NotFound(
+                f"queue {path!r} does not exist in partition {partition.name!r}"
+            )
+        [row] = _queue_rows(partition, [path])
+        return row
 
     @extend_schema(summary="One queue", responses=QueueRowSerializer)
     def get(self, request: Request, partition: str, path: str) -> Response:
@@ -308,9 +331,9 @@ class QueueDetail(APIView):
             raise ValidationError({"version": ["send the version you read (or If-Match)"]})
         comment = data.pop("comment")
         if _dry_run(request):
-            config = obj.current_config()
+            config = current_config(obj)
             queue = services.queue_from_config(config, path)
-            current_version = self._row(obj, path)["version"]
+            current_version = obj.queues.filter(path=path).values_list("version", flat=True).first()
             if current_version != version:
                 raise services.StaleVersion(
                     f"queue {path!r} is at version {current_version}, not {version}",

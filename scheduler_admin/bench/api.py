@@ -1,0 +1,86 @@
+"""Section ``api``: the queues API and the quota preview at 5,059 queues / 200,000 tasks.
+
+Every figure is a request through the whole stack (middleware, token auth, DRF) with the
+Django test client, median of several after a warm-up; the baseline is the partition detail
+(``GET .../partitions/bench/``), a bare read through the same stack, measured in the same run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+from scheduler_admin.bench.harness import Row, timed
+
+API = "/api/v1/partitions/bench"
+LEAF = "root.t05.g03.q07"
+PARENT = "root.t05"
+#: A lower max for ``LEAF``: above its guarantee (2 vcore, 8Gi, as a quota delay requires),
+#: below its usage in vcore (about 4.6 cores of about 46 tasks).
+LOWER = {"vcore": "2100m", "memory": "9Gi"}
+
+
+def _ms(call: Callable[[], object], runs: int = 7) -> float:
+    return timed(call, runs=runs) * 1000
+
+
+def _get(client, url: str) -> Callable[[], object]:
+    def call() -> object:
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+        return response
+
+    return call
+
+
+def rows(context) -> Iterator[Row]:
+    viewer = context.api_client("viewer")
+    operator = context.api_client("operator")
+    bare = "bare view: GET partition detail"
+    baseline = _ms(_get(viewer, f"{API}/"), runs=15)
+
+    for label, path in (("leaf", LEAF), ("parent", PARENT), ("root (sums every task)", "root")):
+        yield Row(
+            f"GET queues/{{path}}/ {label}", _ms(_get(viewer, f"{API}/queues/{path}/")), "ms",
+            baseline, bare, goal=30,
+        )  # fmt: skip
+
+    count = len(context.config.queues)
+    middle = (count // 50) // 2
+    for label, query in (
+        ("first page (root and t00)", ""),
+        (f"page {middle} of {-(-count // 50)}", f"?page={middle}"),
+        (f"?under={PARENT} (first page)", f"?under={PARENT}"),
+    ):
+        yield Row(
+            f"GET queues/ {label}", _ms(_get(viewer, f"{API}/queues/{query}")), "ms",
+            baseline, bare, goal=150,
+        )  # fmt: skip
+
+    version = viewer.get(f"{API}/queues/{LEAF}/").json()["version"]
+
+    def dry_run() -> object:
+        response = operator.patch(
+            f"{API}/queues/{LEAF}/?dry_run=true",
+            {"max": LOWER, "version": version, "comment": "bench"},
+            format="json",
+        )
+        body = response.json()
+        assert response.status_code == 200 and body["plans"], body
+        return response
+
+    plan = dry_run().json()["plans"][0]
+    yield Row(
+        "PATCH queues/{leaf}/?dry_run=true lowering max", _ms(dry_run, runs=5), "ms",
+        baseline, bare, goal=300,
+        note=f"plan {plan['outcome']}, {len(plan['victims'])} victims, "
+        f"{len(plan['explanations'])} candidates explained",
+    )  # fmt: skip
+
+    def simulate() -> object:
+        response = viewer.post(
+            f"{API}/simulate", {"policy": "quota", "queue": LEAF, "max": LOWER}, format="json"
+        )
+        assert response.status_code == 200, response.json()
+        return response
+
+    yield Row("POST simulate (quota, leaf)", _ms(simulate, runs=5), "ms", baseline, bare, goal=300)
