@@ -17,6 +17,7 @@ from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from scheduler_admin.api.throttling import WriteRateThrottle
+from scheduler_admin.audit import services as audit_services
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.enforcement.models import EvictionOrder
@@ -53,7 +54,8 @@ def state() -> dict[str, Any]:
     }
 
 
-def test_many_orders_are_acknowledged_with_a_result_each(orders, operator):
+def test_many_orders_are_acknowledged_with_a_result_each(orders, operator, monkeypatch):
+    monkeypatch.setattr(audit_services, "_ARRAYS_FROM", 1)  # the events go as arrays
     a2, b2, b1 = orders
     body = {"orders": [{"id": a2.pk}, {"id": 999999}, {"id": b2.pk, "outcome": "gone"}]}
     with time_machine.travel(START + timedelta(seconds=10), tick=False):

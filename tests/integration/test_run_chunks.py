@@ -13,6 +13,7 @@ from datetime import timedelta
 import pytest
 import time_machine
 
+from scheduler_admin.audit import services as audit_services
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.enforcement import runs
@@ -47,6 +48,7 @@ def test_a_worker_killed_between_chunks_is_resumed_with_the_victims_left(
 ):
     settings.RUN_EVICTION_BATCH = 2
     settings.RUN_LEASE_SECONDS = 10
+    monkeypatch.setattr(audit_services, "_ARRAYS_FROM", 1)  # the events go as arrays
     run_id = start_team_run()
     chunk = runs._preempt_chunk
     calls = []
