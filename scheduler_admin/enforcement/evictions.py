@@ -136,56 +136,68 @@ def acknowledge_evictions(
     outcomes = dict(items)
     results: dict[int, AckResult] = {}
     with transaction.atomic():
-        orders = list(
+        rows = list(
             EvictionOrder.objects.select_for_update(of=("self",))
-            .select_related("victim")
             .filter(partition=partition, pk__in=list(outcomes))
             .order_by("pk")
-        )
+            .values_list("pk", "status", "allocation_id", "run_id", "soft", "victim__queue_path")
+        )  # tuples, not models: thousands of orders
         pending = []
-        for order in orders:
-            order.partition = partition
-            if order.status == EvictionStatus.ACKNOWLEDGED:
-                results[order.pk] = AckResult.ALREADY_ACKNOWLEDGED
+        for row in rows:
+            if row[1] == EvictionStatus.ACKNOWLEDGED:
+                results[row[0]] = AckResult.ALREADY_ACKNOWLEDGED
             else:
-                results[order.pk] = AckResult.ACKNOWLEDGED
-                pending.append(order)
+                results[row[0]] = AckResult.ACKNOWLEDGED
+                pending.append(row)
         if pending:
             by = f"{actor_name(actor)} ({via})"[:ACKNOWLEDGED_BY_MAX_LENGTH]
-            EvictionOrder.objects.filter(pk__in=[order.pk for order in pending]).update(
+            EvictionOrder.objects.filter(pk__in=[row[0] for row in pending]).update(
                 status=EvictionStatus.ACKNOWLEDGED,
                 acknowledged_at=now,
                 acknowledged_by=by,
                 next_attempt_at=None,
             )
             Allocation.objects.filter(
-                partition=partition, external_id__in=[order.allocation_id for order in pending]
+                partition=partition, external_id__in=[row[2] for row in pending]
             ).exclude(state=AllocationState.RELEASED).update(
                 state=AllocationState.RELEASED, state_changed_at=now
             )
             record_events(
-                [_ack_event(order, outcomes[order.pk], actor, now, via) for order in pending]
+                [_ack_event(partition, row, outcomes[row[0]], actor, now, via) for row in pending]
             )
     return [(order_id, results.get(order_id, AckResult.NOT_FOUND)) for order_id, _ in items]
 
 
 def _ack_event(
-    order: EvictionOrder, outcome: str, actor: AbstractBaseUser | None, at: datetime, via: str
+    partition: Partition,
+    row: tuple[int, str, str, int, bool, str],
+    outcome: str,
+    actor: AbstractBaseUser | None,
+    at: datetime,
+    via: str,
 ) -> AuditEvent:
+    """The ``eviction.acknowledged`` event of one order of a bulk acknowledgement: the same
+    content as ``_eviction_event`` gives the single acknowledgement's, with the outcome."""
+    order_id, _, allocation_id, run_id, soft, queue_path = row
     what = (
         "the task was already gone"
         if outcome == AckOutcome.GONE
         else "the task no longer counts towards usage"
     )
-    return _eviction_event(
+    return new_event(
         AuditKind.EVICTION_ACKNOWLEDGED,
-        order,
         actor=actor,
         at=at,
-        summary=f"Eviction of {order.allocation_id} acknowledged ({via}); {what}",
-        data={"via": via, "outcome": str(outcome)},
-        save=False,
-    )
+        partition_name=partition.name,
+        queue_path=queue_path,
+        object_type="eviction",
+        object_id=str(order_id),
+        summary=f"Eviction of {allocation_id} acknowledged ({via}); {what}",
+        data={
+            "order": order_id, "run": run_id, "allocation": allocation_id, "soft": soft,
+            "via": via, "outcome": str(outcome),
+        },
+    )  # fmt: skip
 
 
 def _eviction_event(
@@ -196,13 +208,11 @@ def _eviction_event(
     at: datetime,
     summary: str,
     data: dict[str, Any],
-    save: bool = True,
 ) -> AuditEvent:
     """Audit one step of an eviction with where it happened: the partition and the victim's
     queue on the event (so the audit filters by partition and queue find it), and the run,
-    the order, the task (allocation id) and whether the eviction is soft in its data.
-    ``save=False`` builds the event for ``record_events`` instead of storing it."""
-    return (record_event if save else new_event)(
+    the order, the task (allocation id) and whether the eviction is soft in its data."""
+    return record_event(
         kind,
         actor=actor,
         at=at,
