@@ -60,3 +60,7 @@ DOCUMENT_MAX_DEPTH = 64
 #: plan can use).
 DEVIATION_PERCENT_MAX = 1000
 MAX_VICTIMS_MAX = 10_000
+
+#: Most eviction orders one bulk acknowledgement may name (``evictions/acknowledge``): a few
+#: hundred KB of JSON, one transaction of a second or so.
+BULK_ACK_MAX_ORDERS = 10_000

@@ -189,6 +189,9 @@ REST_FRAMEWORK = {
     "DEFAULT_THROTTLE_CLASSES": ["scheduler_admin.api.throttling.WriteRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "writes": env.str("API_WRITE_RATE", "600/min"),
+        # Writes made with an API token (the cluster's agent, automation): a bucket of their
+        # own, sized for an agent that pushes state and acknowledges evictions all day.
+        "agent_writes": env.str("API_AGENT_WRITE_RATE", "6000/min"),
         "token": env.str("API_TOKEN_RATE", "20/min"),
     },
     # Formats are chosen by path suffix or Accept, never by ?format= (SPEC 7).
@@ -259,6 +262,10 @@ RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", 60, minimum=2)
 RUN_MAX_ATTEMPTS = env.int("RUN_MAX_ATTEMPTS", 3, minimum=1)
 # Pause between two evictions of one run, to spread the load on the cluster (0 = none).
 EVICTION_PACING_SECONDS = env.int("EVICTION_PACING_SECONDS", 0, minimum=0)
+# Victims a run preempts per transaction when it is not paced: each chunk is fenced (lease
+# extended, token checked) once and commits on its own, so a run resumed after its worker died
+# goes on with the victims of the chunks not committed. A paced run preempts one at a time.
+RUN_EVICTION_BATCH = env.int("RUN_EVICTION_BATCH", 500, minimum=1)
 # Optional webhook that receives every eviction order (signed with the secret, HMAC-SHA256).
 # Deliveries run on a Celery queue of their own (``webhooks``, scheduler_admin/celery.py) and are
 # bounded three ways, so a slow receiver costs the webhook worker time and nothing else:

@@ -36,14 +36,16 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from scheduler_admin.audit.models import AuditKind
-from scheduler_admin.audit.services import actor_name, record_event
+from scheduler_admin.audit.models import AuditEvent, AuditKind
+from scheduler_admin.audit.services import actor_name, new_event, record_event, record_events
 from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.enforcement.models import EvictionOrder, EvictionStatus
+from scheduler_admin.limits import ACKNOWLEDGED_BY_MAX_LENGTH
+from scheduler_admin.queues.models import Partition
 
 logger = logging.getLogger(__name__)
 
@@ -97,6 +99,107 @@ def acknowledge_eviction(
     return order
 
 
+class AckOutcome(models.TextChoices):
+    """What the cluster says happened to a task it acknowledges (bulk acknowledgement)."""
+
+    EVICTED = "evicted", "Evicted"
+    GONE = "gone", "Already gone (nothing to evict)"
+
+
+class AckResult(models.TextChoices):
+    """What a bulk acknowledgement did with one order."""
+
+    ACKNOWLEDGED = "acknowledged", "Acknowledged now"
+    ALREADY_ACKNOWLEDGED = "already_acknowledged", "Already acknowledged (nothing changed)"
+    NOT_FOUND = "not_found", "No such order in the partition (nothing changed)"
+
+
+def acknowledge_evictions(
+    partition: Partition,
+    items: list[tuple[int, str]],
+    *,
+    actor: AbstractBaseUser | None,
+    via: str = "api",
+) -> list[tuple[int, AckResult]]:
+    """Acknowledge many orders of ``partition`` at once: ``items`` are ``(order id, outcome)``
+    (an ``AckOutcome``), ids distinct. Returns each id with what was done, in the items' order.
+
+    The same effect as ``acknowledge_eviction`` on each, in one transaction and a few
+    statements: the pending orders are locked (in id order, so two bulk calls never deadlock),
+    marked acknowledged, their allocations released, and one ``eviction.acknowledged`` audit
+    event written per order acknowledged now (with the outcome in its data). An order already
+    acknowledged is left as it is and reported so (idempotent: an agent may send an
+    acknowledgement again after a lost answer); an id that names no order of the partition is
+    reported ``not_found`` and changes nothing.
+    """
+    now = timezone.now()
+    outcomes = dict(items)
+    results: dict[int, AckResult] = {}
+    with transaction.atomic():
+        rows = list(
+            EvictionOrder.objects.select_for_update(of=("self",))
+            .filter(partition=partition, pk__in=list(outcomes))
+            .order_by("pk")
+            .values_list("pk", "status", "allocation_id", "run_id", "soft", "victim__queue_path")
+        )  # tuples, not models: thousands of orders
+        pending = []
+        for row in rows:
+            if row[1] == EvictionStatus.ACKNOWLEDGED:
+                results[row[0]] = AckResult.ALREADY_ACKNOWLEDGED
+            else:
+                results[row[0]] = AckResult.ACKNOWLEDGED
+                pending.append(row)
+        if pending:
+            by = f"{actor_name(actor)} ({via})"[:ACKNOWLEDGED_BY_MAX_LENGTH]
+            EvictionOrder.objects.filter(pk__in=[row[0] for row in pending]).update(
+                status=EvictionStatus.ACKNOWLEDGED,
+                acknowledged_at=now,
+                acknowledged_by=by,
+                next_attempt_at=None,
+            )
+            Allocation.objects.filter(
+                partition=partition, external_id__in=[row[2] for row in pending]
+            ).exclude(state=AllocationState.RELEASED).update(
+                state=AllocationState.RELEASED, state_changed_at=now
+            )
+            record_events(
+                [_ack_event(partition, row, outcomes[row[0]], actor, now, via) for row in pending]
+            )
+    return [(order_id, results.get(order_id, AckResult.NOT_FOUND)) for order_id, _ in items]
+
+
+def _ack_event(
+    partition: Partition,
+    row: tuple[int, str, str, int, bool, str],
+    outcome: str,
+    actor: AbstractBaseUser | None,
+    at: datetime,
+    via: str,
+) -> AuditEvent:
+    """The ``eviction.acknowledged`` event of one order of a bulk acknowledgement: the same
+    content as ``_eviction_event`` gives the single acknowledgement's, with the outcome."""
+    order_id, _, allocation_id, run_id, soft, queue_path = row
+    what = (
+        "the task was already gone"
+        if outcome == AckOutcome.GONE
+        else "the task no longer counts towards usage"
+    )
+    return new_event(
+        AuditKind.EVICTION_ACKNOWLEDGED,
+        actor=actor,
+        at=at,
+        partition_name=partition.name,
+        queue_path=queue_path,
+        object_type="eviction",
+        object_id=str(order_id),
+        summary=f"Eviction of {allocation_id} acknowledged ({via}); {what}",
+        data={
+            "order": order_id, "run": run_id, "allocation": allocation_id, "soft": soft,
+            "via": via, "outcome": str(outcome),
+        },
+    )  # fmt: skip
+
+
 def _eviction_event(
     kind: AuditKind,
     order: EvictionOrder,
@@ -105,11 +208,11 @@ def _eviction_event(
     at: datetime,
     summary: str,
     data: dict[str, Any],
-) -> None:
+) -> AuditEvent:
     """Audit one step of an eviction with where it happened: the partition and the victim's
     queue on the event (so the audit filters by partition and queue find it), and the run,
     the order, the task (allocation id) and whether the eviction is soft in its data."""
-    record_event(
+    return record_event(
         kind,
         actor=actor,
         at=at,

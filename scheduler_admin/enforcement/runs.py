@@ -19,9 +19,10 @@ Lifecycle of a run:
    with the facts the decision used and its specific reason as a ``RunCandidate`` row (the
    record the run page, the API and the exports read). A run that is resumed after its worker
    died finds ``planned`` set and never selects again.
-4. **Executed**: each victim, in order, is marked preempted (conditional update), gets one
-   eviction order (unique per allocation) and turns ``preempting``. Every write first checks
-   that the queue's token is still the run's: a worker that lost its lease writes nothing.
+4. **Executed**: in chunks of ``RUN_EVICTION_BATCH`` victims, in order, one transaction each
+   (``_preempt_chunk``): each victim is marked preempted (once), gets one eviction order (unique
+   per allocation) and turns ``preempting``, with one audit event. Every chunk first checks that
+   the queue's token is still the run's: a worker that lost its lease writes nothing.
 5. **Finished** with the plan's outcome. ``reap_stale_runs`` re-enqueues runs whose lease
    expired (the worker died or stalled).
 6. **Failed**, when it cannot finish: an attempt that raises records its error and hands the run
@@ -51,7 +52,7 @@ from preemption import timers as engine_timers
 from preemption.model import Options, Outcome, Plan
 from preemption.policies import plan_ask, plan_quota
 from scheduler_admin.audit.models import AuditKind
-from scheduler_admin.audit.services import actor_name, record_event
+from scheduler_admin.audit.services import actor_name, new_event, record_event, record_events
 from scheduler_admin.cluster.adapters import load_cluster_state
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.enforcement.models import (
@@ -507,11 +508,7 @@ def execute_run(run_id: int, *, worker: str) -> PreemptionRun | None:
     try:
         if not run.planned:
             _plan_run(run, token)
-        pacing = settings.EVICTION_PACING_SECONDS
-        for victim in run.victims.filter(preempted_at__isnull=True).order_by("position"):
-            _preempt_victim(run, victim, token)
-            if pacing:
-                time.sleep(pacing)  # spread evictions out (also lets tests stop a worker mid-run)
+        _preempt_victims(run, token)
         _finish_run(run, token)
     except StaleRun:
         logger.warning("run %s: lost its lease to another worker; stopping without writing", run_id)
@@ -764,55 +761,118 @@ def _store_plan(run: PreemptionRun, plan: Plan, described: Described) -> list[st
     return vanished
 
 
+def _preempt_victims(run: PreemptionRun, token: int) -> None:
+    """Preempt the stored victims not preempted yet, in order, a chunk per transaction.
+
+    A chunk is ``RUN_EVICTION_BATCH`` victims (one with ``EVICTION_PACING_SECONDS`` set: a paced
+    run spreads its evictions one by one, sleeping between them). Each chunk is fenced like a
+    single write was (``_check_token``: lease extended, token checked, once per chunk) and
+    commits on its own, so a worker that dies between chunks leaves every victim either
+    preempted with its order or untouched, and the worker that resumes the run takes the rest.
+
+    A chunk that fails for another reason than the fence (a refused insert, say) is rolled back
+    whole and done again one victim at a time: the victims before the one that fails are
+    preempted, and the error is that victim's, as when every victim was its own transaction.
+    """
+    pacing = settings.EVICTION_PACING_SECONDS
+    size = 1 if pacing else settings.RUN_EVICTION_BATCH
+    left = list(run.victims.filter(preempted_at__isnull=True).order_by("position"))
+    for start in range(0, len(left), size):
+        chunk = left[start : start + size]
+        if start and pacing:
+            time.sleep(pacing)  # spread evictions out (also lets tests stop a worker mid-run)
+        try:
+            _preempt_chunk(run, chunk, token)
+        except StaleRun:
+            raise
+        except Exception:
+            if len(chunk) == 1:
+                raise
+            logger.warning("run %s: a chunk of %s victims failed; one by one", run.pk, len(chunk))
+            for victim in chunk:
+                _preempt_chunk(run, [victim], token)
+
+
 def _preempt_victim(run: PreemptionRun, victim: RunVictim, token: int) -> None:
-    """Preempt one stored victim exactly once: mark it, create its eviction order, and turn the
-    allocation ``preempting`` (it no longer counts towards usage)."""
+    """Preempt one stored victim exactly once (a chunk of one)."""
+    _preempt_chunk(run, [victim], token)
+
+
+def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> None:
+    """Preempt stored victims exactly once, in one transaction under the run's fence: mark
+    them, create their eviction orders, turn their allocations ``preempting`` (they no longer
+    count towards usage) and audit each, with a few statements for the whole chunk.
+
+    1. Mark: the victims still unmarked are read and marked (the fence's lock on the queue's
+       token row keeps any other writer of this run out until the transaction ends).
+    2. Orders: inserted with ``ON CONFLICT DO NOTHING``; a task another run already evicts
+       (``eviction_once_per_allocation``) gets no order, stays marked, and is skipped by the
+       next steps, as a single victim's failed insert used to be; the chunk goes on.
+    3. The allocations of the orders created turn ``preempting`` (one update).
+    4. One ``victim.preempted`` audit event per order created, as before (one insert).
+    """
     now = timezone.now()
+    by_pk = {victim.pk: victim for victim in victims}
     with transaction.atomic():
         _check_token(run, token, now)
-        marked = RunVictim.objects.filter(pk=victim.pk, preempted_at__isnull=True).update(
-            preempted_at=now
-        )
+        unmarked = RunVictim.objects.filter(pk__in=list(by_pk), preempted_at__isnull=True)
+        marked = sorted(unmarked.values_list("pk", flat=True), key=lambda pk: by_pk[pk].position)
         if not marked:
             return
-        try:
-            with transaction.atomic():
-                order = EvictionOrder.objects.create(
+        RunVictim.objects.filter(pk__in=marked).update(preempted_at=now)
+        EvictionOrder.objects.bulk_create(
+            [
+                EvictionOrder(
                     partition=run.partition,
                     run=run,
-                    victim=victim,
-                    allocation_id=victim.allocation_id,
-                    node_name=victim.node_name,
+                    victim_id=pk,
+                    allocation_id=by_pk[pk].allocation_id,
+                    node_name=by_pk[pk].node_name,
                     created_at=now,
                     next_attempt_at=now,
                 )
-        except IntegrityError:
-            # eviction_once_per_allocation: another run already evicts this task.
-            logger.info("run %s: %s already has an eviction order", run.pk, victim.allocation_id)
+                for pk in marked
+            ],
+            ignore_conflicts=True,
+        )
+        orders = dict(
+            EvictionOrder.objects.filter(victim_id__in=marked).values_list("victim_id", "pk")
+        )
+        skipped = [by_pk[pk].allocation_id for pk in marked if pk not in orders]
+        if skipped:
+            # eviction_once_per_allocation: another run already evicts these tasks.
+            logger.info("run %s: %s already have an eviction order", run.pk, ", ".join(skipped))
+        created = [by_pk[pk] for pk in marked if pk in orders]
+        if not created:
             return
         Allocation.objects.filter(
             partition=run.partition,
-            external_id=victim.allocation_id,
+            external_id__in=[victim.allocation_id for victim in created],
             state=AllocationState.RUNNING,
         ).update(state=AllocationState.PREEMPTING, state_changed_at=now)
-        record_event(
-            AuditKind.VICTIM_PREEMPTED,
-            actor=None,
-            at=now,
-            partition_name=run.partition.name,
-            queue_path=victim.queue_path,
-            object_type="allocation",
-            object_id=victim.allocation_id,
-            summary=f"Run {run.pk} preempted {victim.allocation_id} on {victim.node_name} "
-            f"(eviction order {order.pk})",
-            data={
-                "run": run.pk,
-                "allocation": victim.allocation_id,
-                "order": order.pk,
-                "position": victim.position,
-                "resources": victim.resources,
-                "fence_token": token,
-            },
+        record_events(
+            [
+                new_event(
+                    AuditKind.VICTIM_PREEMPTED,
+                    actor=None,
+                    at=now,
+                    partition_name=run.partition.name,
+                    queue_path=victim.queue_path,
+                    object_type="allocation",
+                    object_id=victim.allocation_id,
+                    summary=f"Run {run.pk} preempted {victim.allocation_id} on "
+                    f"{victim.node_name} (eviction order {orders[victim.pk]})",
+                    data={
+                        "run": run.pk,
+                        "allocation": victim.allocation_id,
+                        "order": orders[victim.pk],
+                        "position": victim.position,
+                        "resources": victim.resources,
+                        "fence_token": token,
+                    },
+                )
+                for victim in created
+            ]
         )
 
 

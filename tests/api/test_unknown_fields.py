@@ -90,6 +90,9 @@ def writes(live: Live) -> dict[tuple[str, str], Write]:
         ),
         (f"{P}/timers/{{id}}/cancel", "post"): Write({**default, "id": live.timer.pk}, {}),
         (f"{P}/evictions/{{id}}/ack", "post"): Write({**default, "id": live.order.pk}, {}),
+        (f"{P}/evictions/acknowledge", "post"): Write(
+            default, {"orders": [{"id": live.order.pk, "outcome": "evicted"}]}
+        ),
         ("/api/v1/runs/{id}/abort", "post"): Write({"id": live.active_run.pk}, {"comment": "x"}),
     }
 

@@ -12,6 +12,7 @@ from rest_framework import serializers
 from preemption import resources
 from scheduler_admin.api.fields import RESOURCES_SCHEMA, ResourcesField, TargetsField
 from scheduler_admin.api.strict import StrictSerializer
+from scheduler_admin.enforcement.evictions import AckOutcome, AckResult
 from scheduler_admin.enforcement.exports import EXPLANATION_FIELDS, explanation_items
 from scheduler_admin.enforcement.models import (
     EvictionOrder,
@@ -21,7 +22,7 @@ from scheduler_admin.enforcement.models import (
     RunVictim,
     TimerStatus,
 )
-from scheduler_admin.limits import COMMENT_MAX_LENGTH
+from scheduler_admin.limits import BULK_ACK_MAX_ORDERS, COMMENT_MAX_LENGTH
 
 
 class TimerSerializer(serializers.ModelSerializer):
@@ -209,3 +210,50 @@ class EvictionSerializer(serializers.ModelSerializer):
             "created_at", "acknowledged_at", "acknowledged_by", "webhook_attempts", "last_error",
         ]  # fmt: skip
         read_only_fields = fields
+
+
+class AckItemSerializer(StrictSerializer):
+    """One order to acknowledge, and what happened to its task."""
+
+    id = serializers.IntegerField(min_value=1, help_text="The eviction order's id.")
+    outcome = serializers.ChoiceField(
+        choices=AckOutcome.choices,
+        default=AckOutcome.EVICTED,
+        help_text="`evicted` (default): the task was evicted; `gone`: it had already ended. "
+        "Either way the task is released; the outcome is kept in the audit event.",
+    )
+
+
+class BulkAckSerializer(StrictSerializer):
+    """Orders to acknowledge in one request (distinct ids, at most ``BULK_ACK_MAX_ORDERS``)."""
+
+    orders = serializers.ListField(
+        child=AckItemSerializer(), allow_empty=False, max_length=BULK_ACK_MAX_ORDERS
+    )
+
+    def validate_orders(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        seen: set[int] = set()
+        twice = sorted({item["id"] for item in items if item["id"] in seen or seen.add(item["id"])})
+        if twice:
+            shown = ", ".join(str(order_id) for order_id in twice[:10])
+            more = f" and {len(twice) - 10} more" if len(twice) > 10 else ""
+            raise serializers.ValidationError(f"Orders listed more than once: {shown}{more}.")
+        return items
+
+
+class AckItemResultSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    result = serializers.ChoiceField(choices=AckResult.choices)
+
+
+class BulkAckResultSerializer(serializers.Serializer):
+    """What a bulk acknowledgement did: counts, and each order's result in the request's order."""
+
+    acknowledged = serializers.IntegerField(help_text="Orders acknowledged by this request.")
+    already_acknowledged = serializers.IntegerField(
+        help_text="Orders that were acknowledged before (left unchanged)."
+    )
+    not_found = serializers.IntegerField(
+        help_text="Ids that name no eviction order of the partition (nothing changed)."
+    )
+    results = AckItemResultSerializer(many=True)

@@ -1,6 +1,7 @@
 """Live-loop routes under ``/api/v1/`` (SPEC 7; the paths are part of the contract).
 
-The writes (``timers/{id}/cancel``, ``evictions/{id}/ack`` and ``runs/{id}/abort``) are accepted
+The writes (``timers/{id}/cancel``, ``evictions/{id}/ack``, ``evictions/acknowledge`` and
+``runs/{id}/abort``) are accepted
 with and without a trailing slash; the optional slash is written ``(?:/)?`` rather than ``/?`` so
 the OpenAPI schema shows the SPEC's paths, without the slash.
 """
@@ -53,6 +54,11 @@ urlpatterns = [
         f"{P}/evictions/<int:pk>/",
         views.EvictionViewSet.as_view({"get": "retrieve"}),
         name="api-eviction-detail",
+    ),
+    re_path(
+        rf"{RE_P}/evictions/acknowledge(?:/)?$",
+        _write(views.EvictionViewSet, "acknowledge"),
+        name="api-eviction-acknowledge",
     ),
     re_path(
         rf"{RE_P}/evictions/(?P<pk>[0-9]+)/ack(?:/)?$",

@@ -1,12 +1,15 @@
 """The live loop's API (SPEC 5 and 7): quota timers, preemption runs and eviction orders.
 
-Views declare (queryset, serializer, filterset); the two writes call services:
-``timers.cancel_timer``, ``evictions.acknowledge_eviction`` and ``runs.abort_run``. Their "not
-found" exceptions are turned into 404 here, and "already ended" into 409, with the common error
-body.
+Views declare (queryset, serializer, filterset); the writes call services:
+``timers.cancel_timer``, ``evictions.acknowledge_eviction`` (one order),
+``evictions.acknowledge_evictions`` (many, for the cluster's agent) and ``runs.abort_run``.
+Their "not found" exceptions are turned into 404 here, and "already ended" into 409, with the
+common error body.
 """
 
 from __future__ import annotations
+
+from collections import Counter
 
 from django.db.models import Count
 from django.http import StreamingHttpResponse
@@ -43,10 +46,16 @@ from scheduler_admin.api.views import (
 from scheduler_admin.audit.api.views import SuffixChoosesFormat
 from scheduler_admin.enforcement import exports, filtersets
 from scheduler_admin.enforcement.api import serializers
-from scheduler_admin.enforcement.evictions import OrderNotFound, acknowledge_eviction
+from scheduler_admin.enforcement.evictions import (
+    AckResult,
+    OrderNotFound,
+    acknowledge_eviction,
+    acknowledge_evictions,
+)
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
 from scheduler_admin.enforcement.runs import RunNotActive, RunNotFound, abort_run
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
+from scheduler_admin.limits import BULK_ACK_MAX_ORDERS
 
 # A POST that reads no field: an empty object, every field sent refused (``api.strict``).
 NO_BODY = EmptyBodySerializer
@@ -198,7 +207,7 @@ class EvictionViewSet(PartitionReadOnlyViewSet):
     filterset_class = filtersets.EvictionFilterSet
     ordering_fields = ["created_at", "acknowledged_at"]
     ordering = ["created_at", "id"]
-    action_roles = {"ack": OPERATOR}
+    action_roles = {"ack": OPERATOR, "acknowledge": OPERATOR}
 
     @extend_schema(
         summary="Acknowledge an eviction order",
@@ -218,3 +227,35 @@ class EvictionViewSet(PartitionReadOnlyViewSet):
         except OrderNotFound as exc:
             raise NotFound(str(exc)) from exc
         return Response(self.get_serializer(order).data)
+
+    @extend_schema(
+        summary="Acknowledge many eviction orders at once",
+        description="For the cluster's agent: `orders` lists up to "
+        f"{BULK_ACK_MAX_ORDERS:,} distinct order ids, each with an optional `outcome` "
+        "(`evicted`, the default, or `gone` when the task had already ended). In one "
+        "transaction, each pending order is acknowledged and its task released, with one "
+        "audit event per order, as `evictions/{id}/ack` does. The answer gives each id's "
+        "`result`, in the request's order: `acknowledged`, `already_acknowledged` (left "
+        "unchanged: sending an acknowledgement again is harmless) or `not_found` (no such order "
+        "in the partition; nothing changed for it, the others are acknowledged). A body that "
+        "is not valid (no orders, too many, an id listed twice, an unknown outcome or field) "
+        "is a 400 naming each problem, and nothing is acknowledged. The request counts once "
+        "against the write throttle, however many orders it names.",
+        request=serializers.BulkAckSerializer,
+        responses={200: serializers.BulkAckResultSerializer, **WRITE_ERRORS},
+    )
+    @action(detail=False, methods=["post"])
+    def acknowledge(self, request: Request, partition: str) -> Response:
+        body = serializers.BulkAckSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        items = [(item["id"], item["outcome"]) for item in body.validated_data["orders"]]
+        done = acknowledge_evictions(self.partition, items, actor=request.user, via="api")
+        counts = Counter(result for _, result in done)
+        return Response(
+            {
+                "acknowledged": counts[AckResult.ACKNOWLEDGED],
+                "already_acknowledged": counts[AckResult.ALREADY_ACKNOWLEDGED],
+                "not_found": counts[AckResult.NOT_FOUND],
+                "results": [{"id": order_id, "result": result} for order_id, result in done],
+            }
+        )
