@@ -53,7 +53,7 @@ from preemption.model import Options, Outcome, Plan
 from preemption.policies import plan_ask, plan_quota
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, new_event, record_event, record_events
-from scheduler_admin.cluster.adapters import load_cluster_state
+from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.enforcement.models import (
     ACTIVE_RUN_STATUSES,
@@ -69,6 +69,7 @@ from scheduler_admin.enforcement.record import Described, store_candidates
 from scheduler_admin.enforcement.timers import as_engine_timer, record_timer_event
 from scheduler_admin.limits import WORKER_NAME_MAX_LENGTH
 from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.saved import current_config
 
 logger = logging.getLogger(__name__)
 
@@ -689,10 +690,18 @@ def _check_token(run: PreemptionRun, token: int, now: datetime) -> None:
 def _plan_run(run: PreemptionRun, token: int) -> None:
     """First step of a quota run: decide the victims on the current state, describe every
     candidate with its facts (``preemption.explain``, outside the transaction: it may take a
-    few seconds on a big plan) and store both under the run's fencing token."""
+    few seconds on a big plan) and store both under the run's fencing token.
+
+    The state is the narrowed one a quota plan reads (``load_quota_state``: the queue's subtree
+    and its guarded ancestors' usage), which gives the plan the whole partition would."""
     now = timezone.now()
     others = active_run_queues(run.partition) - {run.queue_path}
-    state = load_cluster_state(run.partition, running_runs=others)
+    state = load_quota_state(
+        run.partition,
+        [run.queue_path],
+        running_runs=others,
+        config=current_config(run.partition),
+    )
     plan = plan_quota(state, run.queue_path, now)
     described = Described.of(state, plan, run.queue_path)
     with transaction.atomic():
