@@ -146,6 +146,62 @@ class QueueUsage(models.Model):
         return f"{self.queue_path} {self.state} {self.resource}"
 
 
+class PartitionUsage(models.Model):
+    """``QueueUsage`` summed over a partition's queue paths (per state and resource): root's
+    usage in a few rows, once the paths that are not configured queues (``QueueUsagePath``)
+    are taken off. Kept by the same triggers, in the same transaction."""
+
+    partition = models.ForeignKey(
+        Partition,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,  # the unique key's first column
+        related_name="+",
+    )
+    state = models.CharField(max_length=12, choices=AllocationState.choices)
+    resource = models.CharField(max_length=RESOURCE_NAME_MAX_LENGTH)
+    amount = models.DecimalField(max_digits=40, decimal_places=0)
+    tasks = models.BigIntegerField()
+
+    class Meta:
+        ordering = ["partition", "state", "resource"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "state", "resource"], name="partition_usage_unique_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.state} {self.resource}"
+
+
+class QueueUsagePath(models.Model):
+    """The queue paths that have ``QueueUsage`` rows (``keys``: how many), one row each: a few
+    thousand short rows that tell which paths of the partition's total are not configured
+    queues (tasks of a deleted queue), without reading every usage row."""
+
+    partition = models.ForeignKey(
+        Partition,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,  # the unique key's first column
+        related_name="+",
+    )
+    queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
+    keys = models.IntegerField()
+
+    class Meta:
+        ordering = ["partition", "queue_path"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "queue_path"], name="queue_usage_path_unique_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.queue_path
+
+
 class AskState(models.TextChoices):
     PENDING = "pending", "Pending"
     RESERVED = "reserved", "Reserved"

@@ -1,13 +1,13 @@
-"""The per-queue usage summary (``cluster.QueueUsage``) and, on PostgreSQL, the triggers that keep
-it (see ``INSTALL``); filled from the allocations already stored."""
+"""The usage summaries (``cluster.QueueUsage``, ``QueueUsagePath``, ``PartitionUsage``) and, on
+PostgreSQL, the triggers that keep them (see ``INSTALL``); filled from the allocations stored."""
 
 import django.db.models.deletion
 from django.db import migrations, models
 
-# The summary's upkeep (PostgreSQL): three statement-level triggers on the allocation table net
+# The summaries' upkeep (PostgreSQL): three statement-level triggers on the allocation table net
 # each statement's old and new rows per (partition, queue path, state, resource) into a delta
 # table, tagged with the transaction id; a deferred constraint trigger applies a transaction's
-# deltas at commit, in one statement, in key order. So every writer (ingest upserts, COPY, runs'
+# deltas at commit (to QueueUsage, QueueUsagePath, then PartitionUsage), each table in key order. So every writer (ingest upserts, COPY, runs'
 # bulk updates, acknowledgements, deletes, a partition's cascade) keeps the summary right, and
 # each transaction takes the summary's row locks all at once, at commit, in one order: two
 # writers of the same queues wait for each other and never deadlock on the summary.
@@ -67,19 +67,22 @@ BEGIN
     RETURN NULL;
 END $$;
 
--- A transaction's deltas into the summary: netted per key, upserted in key order (the row
--- locks are taken in that order), rows left without tasks deleted.
+-- A transaction's deltas into the summaries, in a fixed order of tables and, in each, of keys
+-- (the row locks are taken in that order): the queue paths' rows (those left without tasks
+-- deleted), the list of paths having rows, then the partition totals.
 CREATE FUNCTION cluster_queueusage_apply(tx bigint) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     emptied bigint[];
+    added_partitions bigint[];
+    added_paths text[];
+    gone_partitions bigint[];
+    gone_paths text[];
 BEGIN
-    WITH moved AS (
-        DELETE FROM cluster_queueusage_delta WHERE txid = tx
-        RETURNING partition_id, queue_path, state, resource, amount, tasks
-    ), net AS (
+    WITH net AS (
         SELECT partition_id, queue_path, state, resource,
                SUM(amount) AS amount, SUM(tasks) AS tasks
-        FROM moved
+        FROM cluster_queueusage_delta
+        WHERE txid = tx
         GROUP BY partition_id, queue_path, state, resource
         HAVING SUM(amount) <> 0 OR SUM(tasks) <> 0
     ), applied AS (
@@ -89,12 +92,62 @@ BEGIN
         ORDER BY partition_id, queue_path, state, resource
         ON CONFLICT (partition_id, queue_path, state, resource) DO UPDATE
         SET amount = s.amount + EXCLUDED.amount, tasks = s.tasks + EXCLUDED.tasks
-        RETURNING s.id, s.tasks
+        RETURNING s.id, s.partition_id, s.queue_path, s.tasks, (s.xmax = 0) AS created
     )
-    SELECT array_agg(id) INTO emptied FROM applied WHERE tasks = 0;
+    SELECT array_agg(id) FILTER (WHERE tasks = 0),
+           array_agg(partition_id) FILTER (WHERE created AND tasks <> 0),
+           array_agg(queue_path) FILTER (WHERE created AND tasks <> 0),
+           array_agg(partition_id) FILTER (WHERE tasks = 0 AND NOT created),
+           array_agg(queue_path) FILTER (WHERE tasks = 0 AND NOT created)
+    INTO emptied, added_partitions, added_paths, gone_partitions, gone_paths
+    FROM applied;
     IF emptied IS NOT NULL THEN
         DELETE FROM cluster_queueusage WHERE id = ANY(emptied);
     END IF;
+
+    IF added_paths IS NOT NULL OR gone_paths IS NOT NULL THEN
+        WITH change AS (
+            SELECT p, q, SUM(k) AS keys
+            FROM (
+                SELECT unnest(added_partitions) AS p, unnest(added_paths) AS q, 1 AS k
+                UNION ALL
+                SELECT unnest(gone_partitions), unnest(gone_paths), -1
+            ) c
+            WHERE p IS NOT NULL
+            GROUP BY p, q
+            HAVING SUM(k) <> 0
+        ), applied AS (
+            INSERT INTO cluster_queueusagepath AS u (partition_id, queue_path, keys)
+            SELECT p, q, keys FROM change ORDER BY p, q
+            ON CONFLICT (partition_id, queue_path) DO UPDATE SET keys = u.keys + EXCLUDED.keys
+            RETURNING u.id, u.keys
+        )
+        SELECT array_agg(id) FILTER (WHERE keys = 0) INTO emptied FROM applied;
+        IF emptied IS NOT NULL THEN
+            DELETE FROM cluster_queueusagepath WHERE id = ANY(emptied);
+        END IF;
+    END IF;
+
+    WITH net AS (
+        SELECT partition_id, state, resource, SUM(amount) AS amount, SUM(tasks) AS tasks
+        FROM cluster_queueusage_delta
+        WHERE txid = tx
+        GROUP BY partition_id, state, resource
+        HAVING SUM(amount) <> 0 OR SUM(tasks) <> 0
+    ), applied AS (
+        INSERT INTO cluster_partitionusage AS t (partition_id, state, resource, amount, tasks)
+        SELECT partition_id, state, resource, amount, tasks FROM net
+        ORDER BY partition_id, state, resource
+        ON CONFLICT (partition_id, state, resource) DO UPDATE
+        SET amount = t.amount + EXCLUDED.amount, tasks = t.tasks + EXCLUDED.tasks
+        RETURNING t.id, t.tasks
+    )
+    SELECT array_agg(id) FILTER (WHERE tasks = 0) INTO emptied FROM applied;
+    IF emptied IS NOT NULL THEN
+        DELETE FROM cluster_partitionusage WHERE id = ANY(emptied);
+    END IF;
+
+    DELETE FROM cluster_queueusage_delta WHERE txid = tx;
 END $$;
 
 CREATE FUNCTION cluster_queueusage_commit() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -114,9 +167,9 @@ BEGIN
     END IF;
 END $$;
 
--- The summary recomputed from the allocations (of one partition, or all). Writers of
+-- The summaries recomputed from the allocations (of one partition, or all). Writers of
 -- allocations are held off meanwhile (SHARE lock); this transaction's own pending deltas are
--- dropped, since the sums include its rows. Returns the number of summary rows written.
+-- dropped, since the sums include its rows. Returns the number of queue usage rows written.
 CREATE FUNCTION cluster_queueusage_rebuild(only_partition bigint DEFAULT NULL)
 RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
@@ -126,6 +179,10 @@ BEGIN
     DELETE FROM cluster_queueusage_delta WHERE txid = txid_current_if_assigned();
     DELETE FROM cluster_queueusage
     WHERE only_partition IS NULL OR partition_id = only_partition;
+    DELETE FROM cluster_queueusagepath
+    WHERE only_partition IS NULL OR partition_id = only_partition;
+    DELETE FROM cluster_partitionusage
+    WHERE only_partition IS NULL OR partition_id = only_partition;
     INSERT INTO cluster_queueusage (partition_id, queue_path, state, resource, amount, tasks)
     SELECT a.partition_id, a.queue_path, a.state, r.key, SUM(r.value::bigint), COUNT(*)
     FROM cluster_allocation a CROSS JOIN LATERAL jsonb_each_text(a.resources) r
@@ -133,6 +190,14 @@ BEGIN
       AND (only_partition IS NULL OR a.partition_id = only_partition)
     GROUP BY a.partition_id, a.queue_path, a.state, r.key;
     GET DIAGNOSTICS written = ROW_COUNT;
+    INSERT INTO cluster_queueusagepath (partition_id, queue_path, keys)
+    SELECT partition_id, queue_path, COUNT(*) FROM cluster_queueusage
+    WHERE only_partition IS NULL OR partition_id = only_partition
+    GROUP BY partition_id, queue_path;
+    INSERT INTO cluster_partitionusage (partition_id, state, resource, amount, tasks)
+    SELECT partition_id, state, resource, SUM(amount), SUM(tasks) FROM cluster_queueusage
+    WHERE only_partition IS NULL OR partition_id = only_partition
+    GROUP BY partition_id, state, resource;
     RETURN written;
 END $$;
 
@@ -140,6 +205,8 @@ END $$;
 CREATE FUNCTION cluster_queueusage_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     DELETE FROM cluster_queueusage;
+    DELETE FROM cluster_queueusagepath;
+    DELETE FROM cluster_partitionusage;
     DELETE FROM cluster_queueusage_delta WHERE txid = txid_current_if_assigned();
     RETURN NULL;
 END $$;
@@ -197,6 +264,49 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
+            name="PartitionUsage",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("preempting", "Preempting"),
+                            ("released", "Released"),
+                        ],
+                        max_length=12,
+                    ),
+                ),
+                ("resource", models.CharField(max_length=317)),
+                ("amount", models.DecimalField(decimal_places=0, max_digits=40)),
+                ("tasks", models.BigIntegerField()),
+                (
+                    "partition",
+                    models.ForeignKey(
+                        db_constraint=False,
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="queues.partition",
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["partition", "state", "resource"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("partition", "state", "resource"), name="partition_usage_unique_key"
+                    )
+                ],
+            },
+        ),
+        migrations.CreateModel(
             name="QueueUsage",
             fields=[
                 (
@@ -237,6 +347,37 @@ class Migration(migrations.Migration):
                     models.UniqueConstraint(
                         fields=("partition", "queue_path", "state", "resource"),
                         name="queue_usage_unique_key",
+                    )
+                ],
+            },
+        ),
+        migrations.CreateModel(
+            name="QueueUsagePath",
+            fields=[
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("queue_path", models.CharField(max_length=1024)),
+                ("keys", models.IntegerField()),
+                (
+                    "partition",
+                    models.ForeignKey(
+                        db_constraint=False,
+                        db_index=False,
+                        on_delete=django.db.models.deletion.DO_NOTHING,
+                        related_name="+",
+                        to="queues.partition",
+                    ),
+                ),
+            ],
+            options={
+                "ordering": ["partition", "queue_path"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("partition", "queue_path"), name="queue_usage_path_unique_key"
                     )
                 ],
             },
