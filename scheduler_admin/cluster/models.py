@@ -107,9 +107,12 @@ class QueueUsage(models.Model):
     preempting), per resource name: usage read without reading tasks (``cluster.usage``).
 
     PostgreSQL only (on SQLite the table stays empty and usage is summed from the tasks). Kept by
-    triggers on the allocation table (``cluster.usage_summary``, installed by migration 0003),
-    so every write path keeps it right: each statement's inserted, updated and deleted rows are
-    netted per (queue path, state, resource) and applied at commit, in key order. ``tasks`` is
+    triggers on the allocation table (installed by migration ``cluster.0003``), so every write
+    path keeps it right: each statement's inserted, updated and deleted rows are netted per
+    (queue path, state, resource) into deltas, which are applied when the transaction commits,
+    in key order (the summary's row locks are held only from then to the commit, and always
+    taken in one order: writers of the same queues never deadlock on them). A read inside a
+    transaction that wrote applies that transaction's deltas first. ``tasks`` is
     how many of those allocations name the resource: a row whose count reaches zero is deleted,
     so the summary has exactly the keys ``SUM`` over the tasks would give. Released allocations
     are not summed.
