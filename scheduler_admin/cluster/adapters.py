@@ -17,7 +17,12 @@ from preemption.config import ROOT, PartitionConfig
 from preemption.hierarchy import Hierarchy
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.cluster.services import ClusterStateBody
-from scheduler_admin.cluster.usage import ENGINE_STATES, leaf_usage, resource_names
+from scheduler_admin.cluster.usage import (
+    ENGINE_STATES,
+    configured_total,
+    leaf_usage,
+    resource_names,
+)
 from scheduler_admin.queues.models import Partition
 
 _ALLOCATION_FIELDS = (
@@ -256,18 +261,17 @@ def usage_of_queues(
 ) -> dict[str, dict[str, int]]:
     """``queue_usage`` of just ``paths`` (configured queues), reading only their subtrees' tasks.
 
-    Summed per queue in the database over the configured queues of the subtrees (an index
-    lookup, and the same roll-up: usage counts configured queues only), then added up the tree
-    in Python. Root's usage is every task's: it is summed without grouping (one total), the
-    cheapest way through 200,000 tasks, but still a pass over all of them.
+    Read per queue from the usage summary (``cluster.usage``) for the configured queues of
+    the subtrees (the same roll-up: usage counts configured queues only), then added up the
+    tree in Python. Root's usage comes from the partition's totals (``configured_total``), not
+    from every queue's rows.
     """
     wanted = set(paths)
     usage: dict[str, dict[str, int]] = {path: {} for path in wanted}
     names = _config_names(hierarchy.config)
     rest = wanted - {ROOT}
     if ROOT in wanted:
-        for row in leaf_usage(partition, names=names, paths=list(hierarchy.queues), grouped=False):
-            usage[ROOT] = dict(row.resources)
+        usage[ROOT] = configured_total(partition, hierarchy.queues, names=names)
     covered = [path for top in _outermost(rest) for path in hierarchy.subtree(top)]
     for row in leaf_usage(partition, names=names, paths=covered):
         for step in (row.queue, *hierarchy.ancestors(row.queue)):

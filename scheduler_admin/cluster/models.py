@@ -14,6 +14,7 @@ from scheduler_admin.limits import (
     CLUSTER_ID_MAX_LENGTH,
     CLUSTER_USER_MAX_LENGTH,
     QUEUE_PATH_MAX_LENGTH,
+    RESOURCE_NAME_MAX_LENGTH,
 )
 from scheduler_admin.queues.models import Partition
 
@@ -99,6 +100,109 @@ class Allocation(models.Model):
 
     def __str__(self) -> str:
         return self.external_id
+
+
+class QueueUsage(models.Model):
+    """The summed resources of one queue path's allocations in one state (running or
+    preempting), per resource name: usage read without reading tasks (``cluster.usage``).
+
+    PostgreSQL only (on SQLite the table stays empty and usage is summed from the tasks). Kept by
+    triggers on the allocation table (installed by migration ``cluster.0003``), so every write
+    path keeps it right: each statement's inserted, updated and deleted rows are netted per
+    (queue path, state, resource) into deltas, which are applied when the transaction commits,
+    in key order (the summary's row locks are held only from then to the commit, and always
+    taken in one order: writers of the same queues never deadlock on them). A read inside a
+    transaction that wrote applies that transaction's deltas first. ``tasks`` is
+    how many of those allocations name the resource: a row whose count reaches zero is deleted,
+    so the summary has exactly the keys ``SUM`` over the tasks would give. Released allocations
+    are not summed.
+
+    ``partition`` has no database constraint, and deleting a partition does not touch these
+    rows: its allocations' deletion empties them (a foreign key would make Django delete them
+    before the allocations, whose deltas would then recreate them).
+    """
+
+    partition = models.ForeignKey(
+        Partition,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,  # the unique key's first column
+        related_name="+",
+    )
+    queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
+    state = models.CharField(max_length=12, choices=AllocationState.choices)
+    resource = models.CharField(max_length=RESOURCE_NAME_MAX_LENGTH)
+    #: A sum of quantities of up to 2**63 - 1 each: wider than ``bigint``.
+    amount = models.DecimalField(max_digits=40, decimal_places=0)
+    tasks = models.BigIntegerField()
+
+    class Meta:
+        ordering = ["partition", "queue_path", "state", "resource"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "queue_path", "state", "resource"],
+                name="queue_usage_unique_key",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.queue_path} {self.state} {self.resource}"
+
+
+class PartitionUsage(models.Model):
+    """``QueueUsage`` summed over a partition's queue paths (per state and resource): root's
+    usage in a few rows, once the paths that are not configured queues (``QueueUsagePath``)
+    are taken off. Kept by the same triggers, in the same transaction."""
+
+    partition = models.ForeignKey(
+        Partition,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,  # the unique key's first column
+        related_name="+",
+    )
+    state = models.CharField(max_length=12, choices=AllocationState.choices)
+    resource = models.CharField(max_length=RESOURCE_NAME_MAX_LENGTH)
+    amount = models.DecimalField(max_digits=40, decimal_places=0)
+    tasks = models.BigIntegerField()
+
+    class Meta:
+        ordering = ["partition", "state", "resource"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "state", "resource"], name="partition_usage_unique_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.state} {self.resource}"
+
+
+class QueueUsagePath(models.Model):
+    """The queue paths that have ``QueueUsage`` rows (``keys``: how many), one row each: a few
+    thousand short rows that tell which paths of the partition's total are not configured
+    queues (tasks of a deleted queue), without reading every usage row."""
+
+    partition = models.ForeignKey(
+        Partition,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        db_index=False,  # the unique key's first column
+        related_name="+",
+    )
+    queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
+    keys = models.IntegerField()
+
+    class Meta:
+        ordering = ["partition", "queue_path"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "queue_path"], name="queue_usage_path_unique_key"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return self.queue_path
 
 
 class AskState(models.TextChoices):

@@ -11,7 +11,7 @@ from typing import Any
 from preemption import resources
 from preemption.config import QueueConfig
 from preemption.hierarchy import Hierarchy
-from scheduler_admin.cluster.usage import leaf_usage, resource_names
+from scheduler_admin.cluster.adapters import usage_of_queues
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web.bars import OVER, queue_bars
@@ -30,13 +30,13 @@ def usage_status(partition: Partition, hierarchy: Hierarchy, queue: QueueConfig)
     beside them, and whether the queue is over its effective max (``over``: the resources that
     are).
 
-    Usage is summed in the database for the queue's subtree only, then rolled up by the engine's
-    hierarchy; pending asks are summed from the subtree's waiting asks. A type only asked for
-    gets a bar too (zero usage), as the tables get a column for it.
+    Usage is read for the queue's subtree only (``usage_of_queues``: the usage summary on
+    PostgreSQL, root's from the partition's totals), then rolled up by the engine's hierarchy;
+    pending asks are summed from the subtree's waiting asks. A type only asked for gets a bar too
+    (zero usage), as the tables get a column for it.
     """
     path = queue.path
-    names = resource_names(partition, hierarchy.config)
-    usage = hierarchy.usage_by_queue(leaf_usage(partition, path, names=names)).get(path, {})
+    usage = usage_of_queues(partition, hierarchy, [path])[path]
     pending: dict[str, int] = {}
     asks = tables.ask_queryset(partition, path)
     for amounts in asks.values_list("resources", flat=True).iterator(chunk_size=5000):
