@@ -8,6 +8,7 @@ delay (with the queue each value comes from), leaves and ancestors.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -105,6 +106,10 @@ class Hierarchy:
     structural error). Lookups are by queue path."""
 
     def __init__(self, config: PartitionConfig) -> None:
+        built = config.__dict__.get("_hierarchy")
+        if built is not None:  # this config's tree is built: share it and its remembered values
+            self.__dict__.update(built.__dict__)
+            return
         self.config = config
         self.settings: PartitionSettings = config.settings
         self.queues: dict[str, QueueConfig] = config.queues_by_path()
@@ -112,6 +117,16 @@ class Hierarchy:
         for queue in config.queues:
             if queue.parent is not None and queue.parent in self._children:
                 self._children[queue.parent].append(queue.path)
+        # Effective values, filled in on demand from the parent's (each queue's once): the
+        # validation and the timer rules ask for every queue's, which walking each path from
+        # root would make quadratic in the depth and slow at 5,000 queues.
+        self._max: dict[str, dict[str, int]] = {}
+        self._quota_delay: dict[str, Effective] = {}
+        self._passed_policy: dict[str, Effective] = {}
+        # Kept with the config (a value: replaced, never changed in place), so every Hierarchy
+        # of the same config object (the validation, the notices, the timer rules, the plans'
+        # state) shares one tree and what it has worked out.
+        object.__setattr__(config, "_hierarchy", self)
 
     def children(self, path: str) -> list[str]:
         return self._children[path]
@@ -196,33 +211,83 @@ class Hierarchy:
     def effective_max(self, path: str) -> dict[str, int]:
         """Component-wise minimum of the max along the path (a type no queue limits is absent,
         i.e. unlimited)."""
-        limit: dict[str, int] = {}
-        for step in self.path_from_root(path):
+        return dict(self._effective_max(path))
+
+    def _effective_max(self, path: str) -> dict[str, int]:
+        """``effective_max``, remembered per queue (shared: never change the result)."""
+        found = self._max.get(path)
+        if found is not None:
+            return found
+        missing = [path]  # the queue and its ancestors not computed yet, nearest first
+        parent = self.queues[path].parent
+        while parent is not None and parent not in self._max:
+            missing.append(parent)
+            parent = self.queues[parent].parent
+        limit = self._max[parent] if parent is not None else {}
+        for step in reversed(missing):
             limit = resources.limit_min(limit, self.queues[step].max)
+            self._max[step] = limit
         return limit
 
     def effective_policy(self, path: str) -> Effective:
         """``preemption.policy``: the queue's own value, else ``disabled`` if the nearest ancestor
         that sets one says so, else ``default`` (``fence`` is never inherited)."""
-        own = _policy_of(self.queues[path])
+        queue = self.queues[path]
+        own = _policy_of(queue)
         if own is not None:
             return Effective(own, path)
-        for ancestor in self.ancestors(path):
-            inherited = _policy_of(self.queues[ancestor])
-            if inherited is not None:
-                if inherited == "disabled":
-                    return Effective("disabled", ancestor)
+        if queue.parent is None:
+            return _DEFAULT_POLICY
+        return self._policy_passed_down(queue.parent)
+
+    def _policy_passed_down(self, path: str) -> Effective:
+        """What a child of ``path`` that sets no policy gets: ``disabled`` from the nearest
+        queue on the path (``path`` included) that sets a policy, when that one is
+        ``disabled``; else ``default``."""
+        missing: list[str] = []
+        step: str | None = path
+        found: Effective | None = None
+        while step is not None:
+            found = self._passed_policy.get(step)
+            if found is not None:
                 break
-        return Effective("default", None)
+            queue = self.queues[step]
+            own = _policy_of(queue)
+            if own is not None:
+                found = Effective("disabled", step) if own == "disabled" else _DEFAULT_POLICY
+                self._passed_policy[step] = found
+                break
+            missing.append(step)
+            step = queue.parent
+        found = found or _DEFAULT_POLICY
+        for below in missing:
+            self._passed_policy[below] = found
+        return found
 
     def effective_quota_delay(self, path: str) -> Effective:
         """``quota.preemption.delay`` in seconds from the queue or its nearest ancestor that sets
         it; 0 (quota preemption off for the queue) when none does."""
-        for step in [path, *self.ancestors(path)]:
-            seconds = duration_property(self.queues[step], PROPERTY_QUOTA_DELAY)
+        found = self._quota_delay.get(path)
+        if found is not None:
+            return found
+        missing: list[str] = []
+        step: str | None = path
+        while step is not None:
+            found = self._quota_delay.get(step)
+            if found is not None:
+                break
+            queue = self.queues[step]
+            seconds = duration_property(queue, PROPERTY_QUOTA_DELAY)
             if seconds is not None:
-                return Effective(seconds, step)
-        return Effective(0, None)
+                found = Effective(seconds, step)
+                self._quota_delay[step] = found
+                break
+            missing.append(step)
+            step = queue.parent
+        found = found or _NO_QUOTA_DELAY
+        for below in missing:
+            self._quota_delay[below] = found
+        return found
 
     def duration_text(self, effective: Effective, key: str) -> str:
         """How an effective delay is shown: the property as written (with its unit) on the queue
@@ -239,6 +304,10 @@ class Hierarchy:
         if seconds is not None and self.is_leaf(path):
             return Effective(seconds, path)
         return Effective(self.settings.default_preemption_delay, "partition")
+
+
+_DEFAULT_POLICY = Effective("default", None)
+_NO_QUOTA_DELAY = Effective(0, None)
 
 
 def _policy_of(queue: QueueConfig) -> str | None:
@@ -279,27 +348,39 @@ def normalized_config(config: PartitionConfig) -> PartitionConfig:
     means the same to YuniKorn as to this product. Values that are not durations are left for
     validation to report."""
     queues = tuple(_normalized_queue(queue) for queue in config.queues)
-    if queues == config.queues:
+    if all(map(operator.is_, queues, config.queues)):
         return config
     return replace(config, queues=queues)
 
 
 def _normalized_queue(queue: QueueConfig) -> QueueConfig:
     properties = normalized_properties(queue.properties)
-    return queue if properties == queue.properties else replace(queue, properties=properties)
+    return queue if properties is queue.properties else replace(queue, properties=properties)
 
 
 def normalized_properties(properties: Mapping[str, str]) -> Mapping[str, str]:
-    """``properties`` with each duration property given its unit (see ``normalized_config``)."""
-    changed = dict(properties)
+    """``properties`` with each duration property given its unit (see ``normalized_config``);
+    ``properties`` itself when every one already has it."""
+    changed: dict[str, str] | None = None
     for key in DURATION_PROPERTIES:
         value = properties.get(key)
         if isinstance(value, str):
-            try:
-                changed[key] = duration_spelling(value, field=key)
-            except DurationError:
-                continue
-    return properties if changed == dict(properties) else changed
+            spelled = _spelling(value, key)
+            if spelled is not None and spelled != value:
+                if changed is None:
+                    changed = dict(properties)
+                changed[key] = spelled
+    return properties if changed is None else changed
+
+
+@lru_cache(maxsize=4096)
+def _spelling(value: str, key: str) -> str | None:
+    """``duration_spelling`` of a text value (None: not a duration), remembered like
+    ``_duration_seconds``."""
+    try:
+        return duration_spelling(value, field=key)
+    except DurationError:
+        return None
 
 
 def validate_config(config: PartitionConfig) -> list[ConfigError]:
@@ -398,6 +479,8 @@ def _settings_errors(settings: PartitionSettings) -> list[ConfigError]:
 
 def _extra_errors(queue: str | None, extra: Mapping[str, object]) -> list[ConfigError]:
     """Kept YuniKorn keys must be storable JSON data (``config.plain_data_problems``)."""
+    if type(extra) is dict and not extra:
+        return []  # most queues keep nothing
     return [
         ConfigError(queue, where, message)
         for where, message in plain_data_problems(dict(extra), "extra")
@@ -417,6 +500,7 @@ def _structure_errors(config: PartitionConfig) -> list[ConfigError]:
         by_path[queue.path] = queue
 
     errors.extend(_case_clash_errors(config.queues))
+    ending: set[str] = set()  # paths whose parents lead to a queue without one: no cycle
     roots = [queue for queue in config.queues if queue.parent is None]
     if [queue.path for queue in roots] != [ROOT]:
         errors.append(ConfigError(None, "queues", "there must be exactly one top queue, 'root'"))
@@ -442,7 +526,7 @@ def _structure_errors(config: PartitionConfig) -> list[ConfigError]:
             )
         if queue.parent not in by_path:
             errors.append(ConfigError(queue.path, "parent", f"no queue {queue.parent!r}"))
-        elif _in_cycle(queue, by_path):
+        elif _in_cycle(queue, by_path, ending):
             errors.append(ConfigError(queue.path, "parent", "queue parents form a cycle"))
         elif queue.path != f"{queue.parent}.{queue.name}":
             errors.append(ConfigError(queue.path, "path", f"must be {queue.parent}.{queue.name}"))
@@ -472,18 +556,30 @@ def _case_clash_errors(queues: Iterable[QueueConfig]) -> list[ConfigError]:
     return errors
 
 
-def _in_cycle(queue: QueueConfig, by_path: dict[str, QueueConfig]) -> bool:
-    """True when following parents from ``queue`` never reaches a queue without one."""
+def _in_cycle(
+    queue: QueueConfig, by_path: dict[str, QueueConfig], ending: set[str] | None = None
+) -> bool:
+    """True when following parents from ``queue`` never reaches a queue without one (or a
+    parent that does not exist).
+
+    ``ending`` collects the paths known to reach such an end; a walk stops at one, so checking
+    every queue of a tree costs one step per queue rather than one per ancestor."""
     seen = {queue.path}
     parent = queue.parent
     while parent is not None:
+        if ending is not None and parent in ending:
+            break
         if parent in seen:
             return True
         seen.add(parent)
         following = by_path.get(parent)
         if following is None:
-            return False
+            break
         parent = following.parent
+    if ending is not None:
+        if by_path.get(queue.path) is not queue:  # a duplicate path: others walk the kept one
+            seen.discard(queue.path)
+        ending.update(seen)
     return False
 
 
@@ -540,6 +636,8 @@ def _resource_value_errors(queue: QueueConfig) -> list[ConfigError]:
     errors: list[ConfigError] = []
     for kind in ("guaranteed", "max"):
         for name, value in getattr(queue, kind).items():
+            if type(value) is int and value >= 0 and _good_resource_name(name):
+                continue  # the common case, decided without building any message
             if not isinstance(name, str) or not name:
                 errors.append(ConfigError(queue.path, kind, "resource names must be strings"))
             elif problem := text_problem(name):
@@ -557,6 +655,18 @@ def _resource_value_errors(queue: QueueConfig) -> list[ConfigError]:
             elif not _is_int(value) or value < 0:
                 errors.append(ConfigError(queue.path, f"{kind}.{name}", "must be a quantity >= 0"))
     return errors
+
+
+@lru_cache(maxsize=1024)
+def _good_resource_name(name: object) -> bool:
+    """A resource name ``_resource_value_errors`` accepts (a tree names the same few types on
+    every queue, so each is checked once)."""
+    return (
+        type(name) is str
+        and bool(name)
+        and text_problem(name) is None
+        and len(name) <= RESOURCE_NAME_MAX_LENGTH
+    )
 
 
 def _queue_resource_errors(
@@ -583,7 +693,7 @@ def _queue_resource_errors(
             )
 
     assert queue.parent is not None
-    parent_max = hierarchy.effective_max(queue.parent)
+    parent_max = hierarchy._effective_max(queue.parent)
     for name, value in queue.max.items():
         if name in parent_max and value > parent_max[name]:
             errors.append(
@@ -633,7 +743,7 @@ def _children_guarantee_errors(
         else ""
     )
     errors = []
-    own_max = hierarchy.effective_max(queue.path)
+    own_max = hierarchy._effective_max(queue.path)
     for name, value in sorted(total.items()):
         if name in queue.guaranteed and value > queue.guaranteed[name]:
             errors.append(

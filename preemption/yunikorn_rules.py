@@ -120,12 +120,23 @@ def yunikorn_rule_errors(config: PartitionConfig) -> list[ConfigError]:
     Meant to run after the structure checks of ``validate_config`` passed (one root, known
     parents), but it tolerates a broken tree and wrong types anywhere.
     """
-    return _Checker(config).run().errors
+    return list(_checked(config).errors)
 
 
 def yunikorn_rule_warnings(config: PartitionConfig) -> list[ConfigError]:
     """Values YuniKorn accepts but deprecates or ignores, for the UI to point out."""
-    return _Checker(config).run().warnings
+    return list(_checked(config).warnings)
+
+
+def _checked(config: PartitionConfig) -> _Checker:
+    """The finished check of ``config``, made once per config object and kept with it (a
+    config is a value, replaced and never changed in place): a preview asks for the errors and
+    then for the warnings of the same config."""
+    found = config.__dict__.get("_yunikorn_checked")
+    if found is None:
+        found = _Checker(config).run()
+        object.__setattr__(config, "_yunikorn_checked", found)  # frozen: kept beside the fields
+    return found
 
 
 # --------------------------------------------------------------------------------------------
@@ -220,7 +231,7 @@ class _Checker:
             self.queues[queue.path] = self._queue(queue)
 
         for path, checked in self.queues.items():
-            if path != ROOT:
+            if path != ROOT and checked.limits:  # no limits: nothing to check
                 self._limits_of_queue(checked.config, checked.applications, checked.limits)
         root = self.queues.get(ROOT)
         if root is not None:
@@ -234,6 +245,12 @@ class _Checker:
         """Types and local rules of one queue's kept keys and recognised properties."""
         path = queue.path
         extra = _as_mapping(queue.extra)
+        properties = queue.properties
+        if not extra and (
+            not isinstance(properties, Mapping) or properties.keys().isdisjoint(_PROPERTY_CHECKS)
+        ):
+            # Nothing kept and no recognised property: no check below could report anything.
+            return _Queue(config=queue, parent_flag=path == ROOT, applications=0)
         has_children = bool(self.children.get(path))
 
         flag = self._flag(path, "extra.parent", extra.get("parent"))
@@ -760,8 +777,12 @@ class _Checker:
             if path in visited or path not in self.queues:
                 continue
             visited.add(path)
-            current = {kind: dict(bounds) for kind, bounds in inherited.items()}
             limits = root_limits if path == ROOT else self.queues[path].limits
+            # A queue without limits passes its parent's bounds down unchanged (shared: only a
+            # queue with limits of its own copies them before recording its own).
+            current = (
+                {kind: dict(bounds) for kind, bounds in inherited.items()} if limits else inherited
+            )
             for limit in limits:
                 for kind, names in (("user", limit.users), ("group", limit.groups)):
                     for name, _where in names:
