@@ -42,7 +42,7 @@ from preemption.durations import (
     parse_duration,
     parse_go_duration,
 )
-from preemption.yunikorn_rules import yunikorn_rule_errors
+from preemption.yunikorn_rules import share_rule_check, yunikorn_rule_errors
 
 #: YuniKorn's rule for queue names (and ours for partition names).
 NAME_PATTERN = re.compile(r"[a-zA-Z0-9_:#/@-]{1,64}")  # always used with fullmatch
@@ -383,37 +383,151 @@ def _spelling(value: str, key: str) -> str | None:
         return None
 
 
-def validate_config(config: PartitionConfig) -> list[ConfigError]:
+def validate_config(
+    config: PartitionConfig, *, base: PartitionConfig | None = None
+) -> list[ConfigError]:
     """Every broken rule of SPEC 3.2 in ``config``; an empty list means it may be saved.
 
     Steps: partition settings; tree structure (one root, known parents, no cycles, valid and
     unique names, paths that fit their column) — later rules need a tree, so they run only when
     the structure holds; property values and kept YuniKorn keys (text that can be stored); then
     the resource rules between each queue, its parent and its children.
+
+    ``base``: a config that ``config`` was made from by replacing some queues in place (same
+    position, path, parent and name; ``PartitionConfig.with_queue``), e.g. the saved config a
+    change is applied to. Its findings are then reused for every queue the replaced ones cannot
+    affect (those outside their subtrees and paths from root): the same list, found with work
+    around the change rather than over the whole tree. What is found is kept with the config
+    (a value: replaced, never changed in place), so validating it again costs nothing.
     """
+    found = config.__dict__.get("_findings")
+    if found is None:
+        if base is not None and base is not config:
+            found = _findings_from(base, _findings(base), config)
+        if found is None:
+            found = _findings(config)
     errors = _settings_errors(config.settings)
-    structure = _structure_errors(config)
-    if structure:
-        return errors + structure
-    hierarchy = Hierarchy(config)
-    extra_errors: list[ConfigError] = []  # the partition's are among the settings errors
-    for queue in config.queues:
-        extra_errors.extend(_extra_errors(queue.path, queue.extra))
-    storable = not extra_errors and not _extra_errors(None, config.settings.extra)
-    resource_errors = [_resource_value_errors(queue) for queue in config.queues]
-    passed_up = (
-        None if any(resource_errors) else guarantees_passed_up(hierarchy)
-    )  # the sums need valid numbers
-    for queue, value_errors in zip(config.queues, resource_errors, strict=True):
-        errors.extend(property_errors(queue))
-        if value_errors or passed_up is None:
-            errors.extend(value_errors)
-        else:
-            errors.extend(_queue_resource_errors(hierarchy, queue, passed_up))
-    errors.extend(extra_errors)
-    if storable:  # YuniKorn's rules read the kept keys; unstorable ones are reported above
+    if found.structure:
+        return errors + found.structure
+    for own in found.own:
+        errors.extend(own)
+    for extra in found.extra:
+        errors.extend(extra)
+    if found.storable and not _extra_errors(None, config.settings.extra):
+        # YuniKorn's rules read the kept keys; unstorable ones are reported above.
         errors.extend(yunikorn_rule_errors(config))
     return errors
+
+
+@dataclass(frozen=True)
+class _Findings:
+    """What ``validate_config`` finds in one config's queues, per queue by position, so a config
+    that replaces a few queues of this one can reuse the rest (``_findings_from``).
+
+    ``own``: each queue's property errors and resource errors (its values' own problems, or the
+    rules between it, its parent and its children); ``extra``: each queue's unstorable kept keys.
+    ``values`` counts the queues whose resource values are broken: then no sums are made and
+    every queue reports only its values' own problems."""
+
+    structure: list[ConfigError]
+    own: tuple[list[ConfigError], ...] = ()
+    extra: tuple[list[ConfigError], ...] = ()
+    broken_values: tuple[bool, ...] = ()
+    positions: Mapping[str, int] | None = None
+
+    @property
+    def storable(self) -> bool:
+        return not any(self.extra)
+
+
+def _findings(config: PartitionConfig) -> _Findings:
+    """``validate_config``'s queue checks over the whole tree, kept with ``config``."""
+    found = config.__dict__.get("_findings")
+    if found is not None:
+        return found
+    structure = _structure_errors(config)
+    if structure:
+        found = _Findings(structure)
+    else:
+        hierarchy = Hierarchy(config)
+        queues = config.queues
+        extra = tuple(_extra_errors(queue.path, queue.extra) for queue in queues)
+        values = [_resource_value_errors(queue) for queue in queues]
+        # The sums need valid numbers: with a broken value anywhere each queue reports only
+        # its values' own problems.
+        passed_up = None if any(values) else guarantees_passed_up(hierarchy)
+        own = tuple(
+            property_errors(queue)
+            + (
+                value_errors
+                if passed_up is None
+                else _queue_resource_errors(hierarchy, queue, passed_up)
+            )
+            for queue, value_errors in zip(queues, values, strict=True)
+        )
+        found = _Findings(
+            structure, own, extra, tuple(bool(v) for v in values),
+            {queue.path: index for index, queue in enumerate(queues)},
+        )  # fmt: skip
+    object.__setattr__(config, "_findings", found)  # frozen: kept beside the fields
+    return found
+
+
+def _findings_from(
+    base: PartitionConfig, found: _Findings, config: PartitionConfig
+) -> _Findings | None:
+    """``_findings(config)`` worked out from ``base``'s, when ``config`` is ``base`` with some
+    queues replaced in place (same position, path, parent and name; the others the very same
+    objects); None when it is not, or when the change breaks or repairs a resource value (every
+    queue then reports differently: the whole tree is checked).
+
+    A replaced queue can change only its own findings, those of its subtree (effective max and
+    quota delay come down from it) and those of its ancestors (the guarantees passed up to
+    them); every other queue's are reused. ``tests/unit/test_incremental_validation.py``
+    compares the result with the full validation over generated trees and changes."""
+    if found.structure or found.positions is None or len(config.queues) != len(base.queues):
+        return None
+    changed = [
+        index
+        for index, (before, after) in enumerate(zip(base.queues, config.queues, strict=True))
+        if before is not after
+    ]
+    for index in changed:
+        before, after = base.queues[index], config.queues[index]
+        if (before.path, before.parent, before.name) != (after.path, after.parent, after.name):
+            return None  # the tree itself changed
+    extra = list(found.extra)
+    broken = list(found.broken_values)
+    values: dict[int, list[ConfigError]] = {}
+    for index in changed:
+        queue = config.queues[index]
+        extra[index] = _extra_errors(queue.path, queue.extra)
+        values[index] = _resource_value_errors(queue)
+        broken[index] = bool(values[index])
+    if any(broken) != any(found.broken_values):
+        return None
+    own = list(found.own)
+    if any(broken):  # no sums: each queue's findings are its own
+        for index in changed:
+            own[index] = property_errors(config.queues[index]) + values[index]
+    else:
+        hierarchy = Hierarchy(config)
+        passed_up = guarantees_passed_up(hierarchy)
+        affected: set[str] = set()
+        for index in changed:
+            path = config.queues[index].path
+            affected.update(hierarchy.subtree(path))
+            affected.update(hierarchy.ancestors(path))
+        for path in affected:
+            index = found.positions[path]
+            queue = config.queues[index]
+            own[index] = property_errors(queue) + _queue_resource_errors(
+                hierarchy, queue, passed_up
+            )
+    result = _Findings(found.structure, tuple(own), tuple(extra), tuple(broken), found.positions)
+    object.__setattr__(config, "_findings", result)  # frozen: kept beside the fields
+    share_rule_check(base, config, changed)
+    return result
 
 
 def guarantees_passed_up(hierarchy: Hierarchy) -> dict[str, dict[str, int]]:

@@ -28,7 +28,7 @@ import itertools
 import math
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,7 @@ from preemption.config import ROOT, PartitionConfig, QueueConfig
 if TYPE_CHECKING:  # imported lazily at run time: hierarchy is meant to import this module
     from preemption.hierarchy import ConfigError
 
-__all__ = ["yunikorn_rule_errors", "yunikorn_rule_warnings"]
+__all__ = ["share_rule_check", "yunikorn_rule_errors", "yunikorn_rule_warnings"]
 
 # --------------------------------------------------------------------------------------------
 # YuniKorn's names and patterns (every pattern is used with fullmatch)
@@ -137,6 +137,44 @@ def _checked(config: PartitionConfig) -> _Checker:
         found = _Checker(config).run()
         object.__setattr__(config, "_yunikorn_checked", found)  # frozen: kept beside the fields
     return found
+
+
+def share_rule_check(
+    base: PartitionConfig, config: PartitionConfig, changed: Iterable[int]
+) -> None:
+    """Let ``config`` reuse ``base``'s finished check when nothing these rules read differs:
+    ``config`` is ``base`` with the queues at positions ``changed`` replaced by queues of the
+    same path, parent and name, the same kept keys (the very same ``extra`` object), the same
+    recognised property values (same type and value), and the same max where the kept keys
+    hold limits (a limit is checked against it). The partition's kept keys must be the same
+    object. Otherwise nothing happens and ``config`` is checked in full when asked.
+
+    ``base`` is checked if it was not yet: it is the saved config a change is made to, kept
+    (``queues.saved``) for the next change."""
+    if "_yunikorn_checked" in config.__dict__ or config.settings.extra is not base.settings.extra:
+        return
+    for index in changed:
+        before, after = base.queues[index], config.queues[index]
+        if (before.path, before.parent, before.name) != (after.path, after.parent, after.name):
+            return
+        if before.extra is not after.extra:
+            return
+        if "limits" in _as_mapping(after.extra) and before.max is not after.max:
+            return
+        if not _same_checked_properties(before.properties, after.properties):
+            return
+    # Checked once for ``base`` (kept with it) and then for every config made from it.
+    object.__setattr__(config, "_yunikorn_checked", _checked(base))  # frozen: kept beside
+
+
+def _same_checked_properties(before: object, after: object) -> bool:
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return before is after
+    for key in _PROPERTY_CHECKS:
+        old, new = before.get(key), after.get(key)
+        if type(old) is not type(new) or old != new:
+            return False
+    return True
 
 
 # --------------------------------------------------------------------------------------------
