@@ -12,11 +12,19 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from preemption.config import PartitionConfig, PartitionSettings, QueueConfig
-from preemption.hierarchy import config_notices, validate_config
+from preemption import resources
+from preemption.config import PROPERTY_QUOTA_DELAY, PartitionConfig, PartitionSettings, QueueConfig
+from preemption.hierarchy import (
+    Effective,
+    Hierarchy,
+    _policy_of,
+    config_notices,
+    duration_property,
+    validate_config,
+)
 from preemption.yunikorn_rules import yunikorn_rule_warnings
 
 GIB = 1024**3
@@ -203,3 +211,51 @@ def test_edits_reuse_the_base_findings() -> None:
     validate_config(edited, base=base)
     assert edited.__dict__["_yunikorn_checked"] is base.__dict__["_yunikorn_checked"]
     assert edited.__dict__["_findings"].positions is base.__dict__["_findings"].positions
+
+
+@CHECKS
+@given(st.integers(0, 2**32 - 1))
+def test_remembered_effective_values_are_the_walked_ones(seed: int) -> None:
+    """``Hierarchy`` works effective values out from the parent's, remembered; asked in any
+    order they equal a walk of the path from root."""
+    rng = random.Random(seed)
+    config = _afresh(_tree(rng))
+    amounts = [v for q in config.queues for v in (*q.guaranteed.values(), *q.max.values())]
+    assume(all(type(amount) is int for amount in amounts))  # effective values need numbers
+    hierarchy = Hierarchy(config)
+    paths = [queue.path for queue in config.queues]
+    rng.shuffle(paths)
+    for path in paths:
+        steps = hierarchy.path_from_root(path)
+        limit: dict[str, int] = {}
+        for step in steps:
+            limit = resources.limit_min(limit, hierarchy.queues[step].max)
+        assert hierarchy.effective_max(path) == limit
+        delay = next(
+            (
+                Effective(seconds, step)
+                for step in reversed(steps)
+                if (seconds := duration_property(hierarchy.queues[step], PROPERTY_QUOTA_DELAY))
+                is not None
+            ),
+            Effective(0, None),
+        )
+        assert hierarchy.effective_quota_delay(path) == delay
+        own = _policy_of(hierarchy.queues[path])
+        setting = next(
+            (
+                (step, policy)
+                for step in reversed(steps[:-1])
+                if (policy := _policy_of(hierarchy.queues[step])) is not None
+            ),
+            None,
+        )
+        expected = (
+            Effective(own, path)
+            if own is not None
+            else Effective("disabled", setting[0])
+            if setting is not None and setting[1] == "disabled"
+            else Effective("default", None)
+        )
+        assert hierarchy.effective_policy(path) == expected
+    assert Hierarchy(config).effective_max(paths[0]) == hierarchy.effective_max(paths[0])
