@@ -419,6 +419,12 @@ def validate_config(
     return errors
 
 
+def is_validated(config: PartitionConfig) -> bool:
+    """Whether ``validate_config``'s findings for ``config`` are kept with it: a config made
+    from it is then validated around the change only, at no cost for ``config`` itself."""
+    return "_findings" in config.__dict__
+
+
 @dataclass(frozen=True)
 class _Findings:
     """What ``validate_config`` finds in one config's queues, per queue by position, so a config
@@ -540,11 +546,18 @@ def guarantees_passed_up(hierarchy: Hierarchy) -> dict[str, dict[str, int]]:
         if any(queue.guaranteed.values()):
             passed[queue.path] = dict(queue.guaranteed)
             continue
-        total: dict[str, int] = {}
-        for child in hierarchy.children(queue.path):
-            total = resources.add(total, passed[child])
-        passed[queue.path] = total
+        passed[queue.path] = _sum(passed[child] for child in hierarchy.children(queue.path))
     return passed
+
+
+def _sum(amounts: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """``resources.add`` of all of ``amounts`` (types sorted, as it gives them), summed in
+    place rather than one new set per term: a parent may have hundreds of children."""
+    total: dict[str, int] = {}
+    for amount in amounts:
+        for name, value in amount.items():
+            total[name] = total.get(name, 0) + value
+    return dict(sorted(total.items()))
 
 
 #: Why a ``preemption.delay`` on a parent queue is accepted but flagged (SPEC 3.2).
@@ -845,9 +858,7 @@ def _children_guarantee_errors(
     children = hierarchy.children(queue.path)
     if not children:
         return []
-    total: dict[str, int] = {}
-    for child in children:
-        total = resources.add(total, passed_up[child])
+    total = _sum(passed_up[child] for child in children)
     through = [child for child in children if passed_up[child] and not any(
         hierarchy.queues[child].guaranteed.values())]  # fmt: skip
     origin = (

@@ -32,7 +32,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from preemption.config import ROOT, PartitionConfig, PartitionSettings, QueueConfig, diff_configs
-from preemption.hierarchy import ConfigError, ConfigErrors, normalized_config, validate_config
+from preemption.hierarchy import (
+    ConfigError,
+    ConfigErrors,
+    is_validated,
+    normalized_config,
+    validate_config,
+)
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
 from scheduler_admin.enforcement.timers import apply_config_change
@@ -400,8 +406,10 @@ def _save_config(
     config = normalized_config(edit(before))
     if config.name != partition.name:
         raise ValueError(f"an edit of {partition.name!r} returned partition {config.name!r}")
-    # An edit of some queues re-checks only around them (``validate_config``'s ``base``).
-    errors = validate_config(config, base=before)
+    # An edit of some queues re-checks only around them when ``before`` was validated already
+    # (e.g. by the dry run that preceded the save); otherwise validating ``before`` first
+    # would be wasted, as the next change is made to the config saved here.
+    errors = validate_config(config, base=before if is_validated(before) else None)
     if errors:
         raise ConfigErrors(errors)
     changes = diff_configs(before, config)
