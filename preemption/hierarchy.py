@@ -436,8 +436,8 @@ class _Findings:
     every queue reports only its values' own problems."""
 
     structure: list[ConfigError]
-    own: tuple[list[ConfigError], ...] = ()
-    extra: tuple[list[ConfigError], ...] = ()
+    own: tuple[tuple[ConfigError, ...], ...] = ()
+    extra: tuple[tuple[ConfigError, ...], ...] = ()
     broken_values: tuple[bool, ...] = ()
     positions: Mapping[str, int] | None = None
 
@@ -457,17 +457,19 @@ def _findings(config: PartitionConfig) -> _Findings:
     else:
         hierarchy = Hierarchy(config)
         queues = config.queues
-        extra = tuple(_extra_errors(queue.path, queue.extra) for queue in queues)
+        extra = tuple(_kept(_extra_errors(queue.path, queue.extra)) for queue in queues)
         values = [_resource_value_errors(queue) for queue in queues]
         # The sums need valid numbers: with a broken value anywhere each queue reports only
         # its values' own problems.
         passed_up = None if any(values) else guarantees_passed_up(hierarchy)
         own = tuple(
-            property_errors(queue)
-            + (
-                value_errors
-                if passed_up is None
-                else _queue_resource_errors(hierarchy, queue, passed_up)
+            _kept(
+                property_errors(queue)
+                + (
+                    value_errors
+                    if passed_up is None
+                    else _queue_resource_errors(hierarchy, queue, passed_up)
+                )
             )
             for queue, value_errors in zip(queues, values, strict=True)
         )
@@ -477,6 +479,12 @@ def _findings(config: PartitionConfig) -> _Findings:
         )  # fmt: skip
     object.__setattr__(config, "_findings", found)  # frozen: kept beside the fields
     return found
+
+
+def _kept(errors: list[ConfigError]) -> tuple[ConfigError, ...]:
+    """One queue's findings as kept: most queues have none, and a tree of 5,000 queues would
+    otherwise keep (and have the garbage collector walk) 10,000 empty lists."""
+    return tuple(errors) if errors else ()
 
 
 def _findings_from(
@@ -507,7 +515,7 @@ def _findings_from(
     values: dict[int, list[ConfigError]] = {}
     for index in changed:
         queue = config.queues[index]
-        extra[index] = _extra_errors(queue.path, queue.extra)
+        extra[index] = _kept(_extra_errors(queue.path, queue.extra))
         values[index] = _resource_value_errors(queue)
         broken[index] = bool(values[index])
     if any(broken) != any(found.broken_values):
@@ -515,7 +523,7 @@ def _findings_from(
     own = list(found.own)
     if any(broken):  # no sums: each queue's findings are its own
         for index in changed:
-            own[index] = property_errors(config.queues[index]) + values[index]
+            own[index] = _kept(property_errors(config.queues[index]) + values[index])
     else:
         hierarchy = Hierarchy(config)
         passed_up = guarantees_passed_up(hierarchy)
@@ -527,8 +535,8 @@ def _findings_from(
         for path in affected:
             index = found.positions[path]
             queue = config.queues[index]
-            own[index] = property_errors(queue) + _queue_resource_errors(
-                hierarchy, queue, passed_up
+            own[index] = _kept(
+                property_errors(queue) + _queue_resource_errors(hierarchy, queue, passed_up)
             )
     result = _Findings(found.structure, tuple(own), tuple(extra), tuple(broken), found.positions)
     object.__setattr__(config, "_findings", result)  # frozen: kept beside the fields
