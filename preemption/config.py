@@ -323,6 +323,8 @@ def diff_configs(old: PartitionConfig, new: PartitionConfig) -> list[FieldChange
         if after is None:
             changes.append(FieldChange(path, "queue", "removed", None))
             continue
+        if before is after:
+            continue  # the same queue (an edit of others keeps it): nothing to compare
         for field_name in _QUEUE_FIELDS:
             changes.extend(
                 _mapping_changes(

@@ -8,6 +8,7 @@ delay (with the queue each value comes from), leaves and ancestors.
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, replace
@@ -41,7 +42,7 @@ from preemption.durations import (
     parse_duration,
     parse_go_duration,
 )
-from preemption.yunikorn_rules import yunikorn_rule_errors
+from preemption.yunikorn_rules import share_rule_check, yunikorn_rule_errors
 
 #: YuniKorn's rule for queue names (and ours for partition names).
 NAME_PATTERN = re.compile(r"[a-zA-Z0-9_:#/@-]{1,64}")  # always used with fullmatch
@@ -105,6 +106,10 @@ class Hierarchy:
     structural error). Lookups are by queue path."""
 
     def __init__(self, config: PartitionConfig) -> None:
+        built = config.__dict__.get("_hierarchy")
+        if built is not None:  # this config's tree is built: share it and its remembered values
+            self.__dict__.update(built.__dict__)
+            return
         self.config = config
         self.settings: PartitionSettings = config.settings
         self.queues: dict[str, QueueConfig] = config.queues_by_path()
@@ -112,6 +117,16 @@ class Hierarchy:
         for queue in config.queues:
             if queue.parent is not None and queue.parent in self._children:
                 self._children[queue.parent].append(queue.path)
+        # Effective values, filled in on demand from the parent's (each queue's once): the
+        # validation and the timer rules ask for every queue's, which walking each path from
+        # root would make quadratic in the depth and slow at 5,000 queues.
+        self._max: dict[str, dict[str, int]] = {}
+        self._quota_delay: dict[str, Effective] = {}
+        self._passed_policy: dict[str, Effective] = {}
+        # Kept with the config (a value: replaced, never changed in place), so every Hierarchy
+        # of the same config object (the validation, the notices, the timer rules, the plans'
+        # state) shares one tree and what it has worked out.
+        object.__setattr__(config, "_hierarchy", self)
 
     def children(self, path: str) -> list[str]:
         return self._children[path]
@@ -196,33 +211,83 @@ class Hierarchy:
     def effective_max(self, path: str) -> dict[str, int]:
         """Component-wise minimum of the max along the path (a type no queue limits is absent,
         i.e. unlimited)."""
-        limit: dict[str, int] = {}
-        for step in self.path_from_root(path):
+        return dict(self._effective_max(path))
+
+    def _effective_max(self, path: str) -> dict[str, int]:
+        """``effective_max``, remembered per queue (shared: never change the result)."""
+        found = self._max.get(path)
+        if found is not None:
+            return found
+        missing = [path]  # the queue and its ancestors not computed yet, nearest first
+        parent = self.queues[path].parent
+        while parent is not None and parent not in self._max:
+            missing.append(parent)
+            parent = self.queues[parent].parent
+        limit = self._max[parent] if parent is not None else {}
+        for step in reversed(missing):
             limit = resources.limit_min(limit, self.queues[step].max)
+            self._max[step] = limit
         return limit
 
     def effective_policy(self, path: str) -> Effective:
         """``preemption.policy``: the queue's own value, else ``disabled`` if the nearest ancestor
         that sets one says so, else ``default`` (``fence`` is never inherited)."""
-        own = _policy_of(self.queues[path])
+        queue = self.queues[path]
+        own = _policy_of(queue)
         if own is not None:
             return Effective(own, path)
-        for ancestor in self.ancestors(path):
-            inherited = _policy_of(self.queues[ancestor])
-            if inherited is not None:
-                if inherited == "disabled":
-                    return Effective("disabled", ancestor)
+        if queue.parent is None:
+            return _DEFAULT_POLICY
+        return self._policy_passed_down(queue.parent)
+
+    def _policy_passed_down(self, path: str) -> Effective:
+        """What a child of ``path`` that sets no policy gets: ``disabled`` from the nearest
+        queue on the path (``path`` included) that sets a policy, when that one is
+        ``disabled``; else ``default``."""
+        missing: list[str] = []
+        step: str | None = path
+        found: Effective | None = None
+        while step is not None:
+            found = self._passed_policy.get(step)
+            if found is not None:
                 break
-        return Effective("default", None)
+            queue = self.queues[step]
+            own = _policy_of(queue)
+            if own is not None:
+                found = Effective("disabled", step) if own == "disabled" else _DEFAULT_POLICY
+                self._passed_policy[step] = found
+                break
+            missing.append(step)
+            step = queue.parent
+        found = found or _DEFAULT_POLICY
+        for below in missing:
+            self._passed_policy[below] = found
+        return found
 
     def effective_quota_delay(self, path: str) -> Effective:
         """``quota.preemption.delay`` in seconds from the queue or its nearest ancestor that sets
         it; 0 (quota preemption off for the queue) when none does."""
-        for step in [path, *self.ancestors(path)]:
-            seconds = duration_property(self.queues[step], PROPERTY_QUOTA_DELAY)
+        found = self._quota_delay.get(path)
+        if found is not None:
+            return found
+        missing: list[str] = []
+        step: str | None = path
+        while step is not None:
+            found = self._quota_delay.get(step)
+            if found is not None:
+                break
+            queue = self.queues[step]
+            seconds = duration_property(queue, PROPERTY_QUOTA_DELAY)
             if seconds is not None:
-                return Effective(seconds, step)
-        return Effective(0, None)
+                found = Effective(seconds, step)
+                self._quota_delay[step] = found
+                break
+            missing.append(step)
+            step = queue.parent
+        found = found or _NO_QUOTA_DELAY
+        for below in missing:
+            self._quota_delay[below] = found
+        return found
 
     def duration_text(self, effective: Effective, key: str) -> str:
         """How an effective delay is shown: the property as written (with its unit) on the queue
@@ -239,6 +304,10 @@ class Hierarchy:
         if seconds is not None and self.is_leaf(path):
             return Effective(seconds, path)
         return Effective(self.settings.default_preemption_delay, "partition")
+
+
+_DEFAULT_POLICY = Effective("default", None)
+_NO_QUOTA_DELAY = Effective(0, None)
 
 
 def _policy_of(queue: QueueConfig) -> str | None:
@@ -279,60 +348,200 @@ def normalized_config(config: PartitionConfig) -> PartitionConfig:
     means the same to YuniKorn as to this product. Values that are not durations are left for
     validation to report."""
     queues = tuple(_normalized_queue(queue) for queue in config.queues)
-    if queues == config.queues:
+    if all(map(operator.is_, queues, config.queues)):
         return config
     return replace(config, queues=queues)
 
 
 def _normalized_queue(queue: QueueConfig) -> QueueConfig:
     properties = normalized_properties(queue.properties)
-    return queue if properties == queue.properties else replace(queue, properties=properties)
+    return queue if properties is queue.properties else replace(queue, properties=properties)
 
 
 def normalized_properties(properties: Mapping[str, str]) -> Mapping[str, str]:
-    """``properties`` with each duration property given its unit (see ``normalized_config``)."""
-    changed = dict(properties)
+    """``properties`` with each duration property given its unit (see ``normalized_config``);
+    ``properties`` itself when every one already has it."""
+    changed: dict[str, str] | None = None
     for key in DURATION_PROPERTIES:
         value = properties.get(key)
         if isinstance(value, str):
-            try:
-                changed[key] = duration_spelling(value, field=key)
-            except DurationError:
-                continue
-    return properties if changed == dict(properties) else changed
+            spelled = _spelling(value, key)
+            if spelled is not None and spelled != value:
+                if changed is None:
+                    changed = dict(properties)
+                changed[key] = spelled
+    return properties if changed is None else changed
 
 
-def validate_config(config: PartitionConfig) -> list[ConfigError]:
+@lru_cache(maxsize=4096)
+def _spelling(value: str, key: str) -> str | None:
+    """``duration_spelling`` of a text value (None: not a duration), remembered like
+    ``_duration_seconds``."""
+    try:
+        return duration_spelling(value, field=key)
+    except DurationError:
+        return None
+
+
+def validate_config(
+    config: PartitionConfig, *, base: PartitionConfig | None = None
+) -> list[ConfigError]:
     """Every broken rule of SPEC 3.2 in ``config``; an empty list means it may be saved.
 
     Steps: partition settings; tree structure (one root, known parents, no cycles, valid and
     unique names, paths that fit their column) — later rules need a tree, so they run only when
     the structure holds; property values and kept YuniKorn keys (text that can be stored); then
     the resource rules between each queue, its parent and its children.
+
+    ``base``: a config that ``config`` was made from by replacing some queues in place (same
+    position, path, parent and name; ``PartitionConfig.with_queue``), e.g. the saved config a
+    change is applied to. Its findings are then reused for every queue the replaced ones cannot
+    affect (those outside their subtrees and paths from root): the same list, found with work
+    around the change rather than over the whole tree. What is found is kept with the config
+    (a value: replaced, never changed in place), so validating it again costs nothing.
     """
+    found = config.__dict__.get("_findings")
+    if found is None:
+        if base is not None and base is not config:
+            found = _findings_from(base, _findings(base), config)
+        if found is None:
+            found = _findings(config)
     errors = _settings_errors(config.settings)
-    structure = _structure_errors(config)
-    if structure:
-        return errors + structure
-    hierarchy = Hierarchy(config)
-    extra_errors: list[ConfigError] = []  # the partition's are among the settings errors
-    for queue in config.queues:
-        extra_errors.extend(_extra_errors(queue.path, queue.extra))
-    storable = not extra_errors and not _extra_errors(None, config.settings.extra)
-    resource_errors = [_resource_value_errors(queue) for queue in config.queues]
-    passed_up = (
-        None if any(resource_errors) else guarantees_passed_up(hierarchy)
-    )  # the sums need valid numbers
-    for queue, value_errors in zip(config.queues, resource_errors, strict=True):
-        errors.extend(property_errors(queue))
-        if value_errors or passed_up is None:
-            errors.extend(value_errors)
-        else:
-            errors.extend(_queue_resource_errors(hierarchy, queue, passed_up))
-    errors.extend(extra_errors)
-    if storable:  # YuniKorn's rules read the kept keys; unstorable ones are reported above
+    if found.structure:
+        return errors + found.structure
+    for own in found.own:
+        errors.extend(own)
+    for extra in found.extra:
+        errors.extend(extra)
+    if found.storable and not _extra_errors(None, config.settings.extra):
+        # YuniKorn's rules read the kept keys; unstorable ones are reported above.
         errors.extend(yunikorn_rule_errors(config))
     return errors
+
+
+def is_validated(config: PartitionConfig) -> bool:
+    """Whether ``validate_config``'s findings for ``config`` are kept with it: a config made
+    from it is then validated around the change only, at no cost for ``config`` itself."""
+    return "_findings" in config.__dict__
+
+
+@dataclass(frozen=True)
+class _Findings:
+    """What ``validate_config`` finds in one config's queues, per queue by position, so a config
+    that replaces a few queues of this one can reuse the rest (``_findings_from``).
+
+    ``own``: each queue's property errors and resource errors (its values' own problems, or the
+    rules between it, its parent and its children); ``extra``: each queue's unstorable kept keys.
+    ``values`` counts the queues whose resource values are broken: then no sums are made and
+    every queue reports only its values' own problems."""
+
+    structure: list[ConfigError]
+    own: tuple[tuple[ConfigError, ...], ...] = ()
+    extra: tuple[tuple[ConfigError, ...], ...] = ()
+    broken_values: tuple[bool, ...] = ()
+    positions: Mapping[str, int] | None = None
+
+    @property
+    def storable(self) -> bool:
+        return not any(self.extra)
+
+
+def _findings(config: PartitionConfig) -> _Findings:
+    """``validate_config``'s queue checks over the whole tree, kept with ``config``."""
+    found = config.__dict__.get("_findings")
+    if found is not None:
+        return found
+    structure = _structure_errors(config)
+    if structure:
+        found = _Findings(structure)
+    else:
+        hierarchy = Hierarchy(config)
+        queues = config.queues
+        extra = tuple(_kept(_extra_errors(queue.path, queue.extra)) for queue in queues)
+        values = [_resource_value_errors(queue) for queue in queues]
+        # The sums need valid numbers: with a broken value anywhere each queue reports only
+        # its values' own problems.
+        passed_up = None if any(values) else guarantees_passed_up(hierarchy)
+        own = tuple(
+            _kept(
+                property_errors(queue)
+                + (
+                    value_errors
+                    if passed_up is None
+                    else _queue_resource_errors(hierarchy, queue, passed_up)
+                )
+            )
+            for queue, value_errors in zip(queues, values, strict=True)
+        )
+        found = _Findings(
+            structure, own, extra, tuple(bool(v) for v in values),
+            {queue.path: index for index, queue in enumerate(queues)},
+        )  # fmt: skip
+    object.__setattr__(config, "_findings", found)  # frozen: kept beside the fields
+    return found
+
+
+def _kept(errors: list[ConfigError]) -> tuple[ConfigError, ...]:
+    """One queue's findings as kept: most queues have none, and a tree of 5,000 queues would
+    otherwise keep (and have the garbage collector walk) 10,000 empty lists."""
+    return tuple(errors) if errors else ()
+
+
+def _findings_from(
+    base: PartitionConfig, found: _Findings, config: PartitionConfig
+) -> _Findings | None:
+    """``_findings(config)`` worked out from ``base``'s, when ``config`` is ``base`` with some
+    queues replaced in place (same position, path, parent and name; the others the very same
+    objects); None when it is not, or when the change breaks or repairs a resource value (every
+    queue then reports differently: the whole tree is checked).
+
+    A replaced queue can change only its own findings, those of its subtree (effective max and
+    quota delay come down from it) and those of its ancestors (the guarantees passed up to
+    them); every other queue's are reused. ``tests/unit/test_incremental_validation.py``
+    compares the result with the full validation over generated trees and changes."""
+    if found.structure or found.positions is None or len(config.queues) != len(base.queues):
+        return None
+    changed = [
+        index
+        for index, (before, after) in enumerate(zip(base.queues, config.queues, strict=True))
+        if before is not after
+    ]
+    for index in changed:
+        before, after = base.queues[index], config.queues[index]
+        if (before.path, before.parent, before.name) != (after.path, after.parent, after.name):
+            return None  # the tree itself changed
+    extra = list(found.extra)
+    broken = list(found.broken_values)
+    values: dict[int, list[ConfigError]] = {}
+    for index in changed:
+        queue = config.queues[index]
+        extra[index] = _kept(_extra_errors(queue.path, queue.extra))
+        values[index] = _resource_value_errors(queue)
+        broken[index] = bool(values[index])
+    if any(broken) != any(found.broken_values):
+        return None
+    own = list(found.own)
+    if any(broken):  # no sums: each queue's findings are its own
+        for index in changed:
+            own[index] = _kept(property_errors(config.queues[index]) + values[index])
+    else:
+        hierarchy = Hierarchy(config)
+        passed_up = guarantees_passed_up(hierarchy)
+        affected: set[str] = set()
+        for index in changed:
+            path = config.queues[index].path
+            affected.update(hierarchy.subtree(path))
+            affected.update(hierarchy.ancestors(path))
+        for path in affected:
+            index = found.positions[path]
+            queue = config.queues[index]
+            own[index] = _kept(
+                property_errors(queue) + _queue_resource_errors(hierarchy, queue, passed_up)
+            )
+    result = _Findings(found.structure, tuple(own), tuple(extra), tuple(broken), found.positions)
+    object.__setattr__(config, "_findings", result)  # frozen: kept beside the fields
+    share_rule_check(base, config, changed)
+    return result
 
 
 def guarantees_passed_up(hierarchy: Hierarchy) -> dict[str, dict[str, int]]:
@@ -345,11 +554,18 @@ def guarantees_passed_up(hierarchy: Hierarchy) -> dict[str, dict[str, int]]:
         if any(queue.guaranteed.values()):
             passed[queue.path] = dict(queue.guaranteed)
             continue
-        total: dict[str, int] = {}
-        for child in hierarchy.children(queue.path):
-            total = resources.add(total, passed[child])
-        passed[queue.path] = total
+        passed[queue.path] = _sum(passed[child] for child in hierarchy.children(queue.path))
     return passed
+
+
+def _sum(amounts: Iterable[Mapping[str, int]]) -> dict[str, int]:
+    """``resources.add`` of all of ``amounts`` (types sorted, as it gives them), summed in
+    place rather than one new set per term: a parent may have hundreds of children."""
+    total: dict[str, int] = {}
+    for amount in amounts:
+        for name, value in amount.items():
+            total[name] = total.get(name, 0) + value
+    return dict(sorted(total.items()))
 
 
 #: Why a ``preemption.delay`` on a parent queue is accepted but flagged (SPEC 3.2).
@@ -398,6 +614,8 @@ def _settings_errors(settings: PartitionSettings) -> list[ConfigError]:
 
 def _extra_errors(queue: str | None, extra: Mapping[str, object]) -> list[ConfigError]:
     """Kept YuniKorn keys must be storable JSON data (``config.plain_data_problems``)."""
+    if type(extra) is dict and not extra:
+        return []  # most queues keep nothing
     return [
         ConfigError(queue, where, message)
         for where, message in plain_data_problems(dict(extra), "extra")
@@ -417,6 +635,7 @@ def _structure_errors(config: PartitionConfig) -> list[ConfigError]:
         by_path[queue.path] = queue
 
     errors.extend(_case_clash_errors(config.queues))
+    ending: set[str] = set()  # paths whose parents lead to a queue without one: no cycle
     roots = [queue for queue in config.queues if queue.parent is None]
     if [queue.path for queue in roots] != [ROOT]:
         errors.append(ConfigError(None, "queues", "there must be exactly one top queue, 'root'"))
@@ -442,7 +661,7 @@ def _structure_errors(config: PartitionConfig) -> list[ConfigError]:
             )
         if queue.parent not in by_path:
             errors.append(ConfigError(queue.path, "parent", f"no queue {queue.parent!r}"))
-        elif _in_cycle(queue, by_path):
+        elif _in_cycle(queue, by_path, ending):
             errors.append(ConfigError(queue.path, "parent", "queue parents form a cycle"))
         elif queue.path != f"{queue.parent}.{queue.name}":
             errors.append(ConfigError(queue.path, "path", f"must be {queue.parent}.{queue.name}"))
@@ -472,18 +691,30 @@ def _case_clash_errors(queues: Iterable[QueueConfig]) -> list[ConfigError]:
     return errors
 
 
-def _in_cycle(queue: QueueConfig, by_path: dict[str, QueueConfig]) -> bool:
-    """True when following parents from ``queue`` never reaches a queue without one."""
+def _in_cycle(
+    queue: QueueConfig, by_path: dict[str, QueueConfig], ending: set[str] | None = None
+) -> bool:
+    """True when following parents from ``queue`` never reaches a queue without one (or a
+    parent that does not exist).
+
+    ``ending`` collects the paths known to reach such an end; a walk stops at one, so checking
+    every queue of a tree costs one step per queue rather than one per ancestor."""
     seen = {queue.path}
     parent = queue.parent
     while parent is not None:
+        if ending is not None and parent in ending:
+            break
         if parent in seen:
             return True
         seen.add(parent)
         following = by_path.get(parent)
         if following is None:
-            return False
+            break
         parent = following.parent
+    if ending is not None:
+        if by_path.get(queue.path) is not queue:  # a duplicate path: others walk the kept one
+            seen.discard(queue.path)
+        ending.update(seen)
     return False
 
 
@@ -540,6 +771,8 @@ def _resource_value_errors(queue: QueueConfig) -> list[ConfigError]:
     errors: list[ConfigError] = []
     for kind in ("guaranteed", "max"):
         for name, value in getattr(queue, kind).items():
+            if type(value) is int and value >= 0 and _good_resource_name(name):
+                continue  # the common case, decided without building any message
             if not isinstance(name, str) or not name:
                 errors.append(ConfigError(queue.path, kind, "resource names must be strings"))
             elif problem := text_problem(name):
@@ -557,6 +790,18 @@ def _resource_value_errors(queue: QueueConfig) -> list[ConfigError]:
             elif not _is_int(value) or value < 0:
                 errors.append(ConfigError(queue.path, f"{kind}.{name}", "must be a quantity >= 0"))
     return errors
+
+
+@lru_cache(maxsize=1024)
+def _good_resource_name(name: object) -> bool:
+    """A resource name ``_resource_value_errors`` accepts (a tree names the same few types on
+    every queue, so each is checked once)."""
+    return (
+        type(name) is str
+        and bool(name)
+        and text_problem(name) is None
+        and len(name) <= RESOURCE_NAME_MAX_LENGTH
+    )
 
 
 def _queue_resource_errors(
@@ -583,7 +828,7 @@ def _queue_resource_errors(
             )
 
     assert queue.parent is not None
-    parent_max = hierarchy.effective_max(queue.parent)
+    parent_max = hierarchy._effective_max(queue.parent)
     for name, value in queue.max.items():
         if name in parent_max and value > parent_max[name]:
             errors.append(
@@ -621,9 +866,7 @@ def _children_guarantee_errors(
     children = hierarchy.children(queue.path)
     if not children:
         return []
-    total: dict[str, int] = {}
-    for child in children:
-        total = resources.add(total, passed_up[child])
+    total = _sum(passed_up[child] for child in children)
     through = [child for child in children if passed_up[child] and not any(
         hierarchy.queues[child].guaranteed.values())]  # fmt: skip
     origin = (
@@ -633,7 +876,7 @@ def _children_guarantee_errors(
         else ""
     )
     errors = []
-    own_max = hierarchy.effective_max(queue.path)
+    own_max = hierarchy._effective_max(queue.path)
     for name, value in sorted(total.items()):
         if name in queue.guaranteed and value > queue.guaranteed[name]:
             errors.append(

@@ -29,6 +29,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from fractions import Fraction
+from functools import lru_cache
 from typing import TypeAlias
 
 __all__ = [
@@ -168,10 +169,25 @@ def parse_quantity(value: object, *, resource: str, field: str, yunikorn: bool =
             "so that it is parsed exactly",
         )
     if isinstance(value, str):
+        known = _parsed_text(value, resource, yunikorn)
+        if known is not None:
+            return known
         return _check_range(_parse_text(value, resource, field, yunikorn), value, field)
     raise QuantityError(
         field, f"{_quote(value)} is not a quantity; expected an integer or a string such as '10Gi'"
     )
+
+
+@lru_cache(maxsize=4096)
+def _parsed_text(text: str, resource: str, yunikorn: bool) -> int | None:
+    """A valid quantity text's amount, remembered (a config of 5,000 queues spells the same few
+    quantities over and over); None when it is not valid (the caller raises with its field)."""
+    if type(text) is not str:
+        return None
+    try:
+        return _check_range(_parse_text(text, resource, "", yunikorn), text, "")
+    except QuantityError:
+        return None
 
 
 def _parse_text(text: str, resource: str, field: str, yunikorn: bool) -> int:

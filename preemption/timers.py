@@ -104,6 +104,8 @@ def timers_after_save(
         if before is None:
             continue  # rule 7: a new queue
         timer = pending.get(path)
+        if before is queue and timer is None:
+            continue  # the same queue and no timer: only rule 3 could apply, and it needs one
         delay = _effective_delay(new_hierarchy, path)
         old_delay = _effective_delay(old_hierarchy, path)
         old_max: Mapping[str, int] = before.max

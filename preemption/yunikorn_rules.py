@@ -28,7 +28,7 @@ import itertools
 import math
 import re
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -38,7 +38,7 @@ from preemption.config import ROOT, PartitionConfig, QueueConfig
 if TYPE_CHECKING:  # imported lazily at run time: hierarchy is meant to import this module
     from preemption.hierarchy import ConfigError
 
-__all__ = ["yunikorn_rule_errors", "yunikorn_rule_warnings"]
+__all__ = ["share_rule_check", "yunikorn_rule_errors", "yunikorn_rule_warnings"]
 
 # --------------------------------------------------------------------------------------------
 # YuniKorn's names and patterns (every pattern is used with fullmatch)
@@ -120,12 +120,61 @@ def yunikorn_rule_errors(config: PartitionConfig) -> list[ConfigError]:
     Meant to run after the structure checks of ``validate_config`` passed (one root, known
     parents), but it tolerates a broken tree and wrong types anywhere.
     """
-    return _Checker(config).run().errors
+    return list(_checked(config).errors)
 
 
 def yunikorn_rule_warnings(config: PartitionConfig) -> list[ConfigError]:
     """Values YuniKorn accepts but deprecates or ignores, for the UI to point out."""
-    return _Checker(config).run().warnings
+    return list(_checked(config).warnings)
+
+
+def _checked(config: PartitionConfig) -> _Checker:
+    """The finished check of ``config``, made once per config object and kept with it (a
+    config is a value, replaced and never changed in place): a preview asks for the errors and
+    then for the warnings of the same config."""
+    found = config.__dict__.get("_yunikorn_checked")
+    if found is None:
+        found = _Checker(config).run()
+        object.__setattr__(config, "_yunikorn_checked", found)  # frozen: kept beside the fields
+    return found
+
+
+def share_rule_check(
+    base: PartitionConfig, config: PartitionConfig, changed: Iterable[int]
+) -> None:
+    """Let ``config`` reuse ``base``'s finished check when nothing these rules read differs:
+    ``config`` is ``base`` with the queues at positions ``changed`` replaced by queues of the
+    same path, parent and name, the same kept keys (the very same ``extra`` object), the same
+    recognised property values (same type and value), and the same max where the kept keys
+    hold limits (a limit is checked against it). The partition's kept keys must be the same
+    object. Otherwise nothing happens and ``config`` is checked in full when asked.
+
+    ``base`` is checked if it was not yet: it is the saved config a change is made to, kept
+    (``queues.saved``) for the next change."""
+    if "_yunikorn_checked" in config.__dict__ or config.settings.extra is not base.settings.extra:
+        return
+    for index in changed:
+        before, after = base.queues[index], config.queues[index]
+        if (before.path, before.parent, before.name) != (after.path, after.parent, after.name):
+            return
+        if before.extra is not after.extra:
+            return
+        if "limits" in _as_mapping(after.extra) and before.max is not after.max:
+            return
+        if not _same_checked_properties(before.properties, after.properties):
+            return
+    # Checked once for ``base`` (kept with it) and then for every config made from it.
+    object.__setattr__(config, "_yunikorn_checked", _checked(base))  # frozen: kept beside
+
+
+def _same_checked_properties(before: object, after: object) -> bool:
+    if not isinstance(before, Mapping) or not isinstance(after, Mapping):
+        return before is after
+    for key in _PROPERTY_CHECKS:
+        old, new = before.get(key), after.get(key)
+        if type(old) is not type(new) or old != new:
+            return False
+    return True
 
 
 # --------------------------------------------------------------------------------------------
@@ -220,7 +269,7 @@ class _Checker:
             self.queues[queue.path] = self._queue(queue)
 
         for path, checked in self.queues.items():
-            if path != ROOT:
+            if path != ROOT and checked.limits:  # no limits: nothing to check
                 self._limits_of_queue(checked.config, checked.applications, checked.limits)
         root = self.queues.get(ROOT)
         if root is not None:
@@ -234,6 +283,12 @@ class _Checker:
         """Types and local rules of one queue's kept keys and recognised properties."""
         path = queue.path
         extra = _as_mapping(queue.extra)
+        properties = queue.properties
+        if not extra and (
+            not isinstance(properties, Mapping) or properties.keys().isdisjoint(_PROPERTY_CHECKS)
+        ):
+            # Nothing kept and no recognised property: no check below could report anything.
+            return _Queue(config=queue, parent_flag=path == ROOT, applications=0)
         has_children = bool(self.children.get(path))
 
         flag = self._flag(path, "extra.parent", extra.get("parent"))
@@ -760,8 +815,12 @@ class _Checker:
             if path in visited or path not in self.queues:
                 continue
             visited.add(path)
-            current = {kind: dict(bounds) for kind, bounds in inherited.items()}
             limits = root_limits if path == ROOT else self.queues[path].limits
+            # A queue without limits passes its parent's bounds down unchanged (shared: only a
+            # queue with limits of its own copies them before recording its own).
+            current = (
+                {kind: dict(bounds) for kind, bounds in inherited.items()} if limits else inherited
+            )
             for limit in limits:
                 for kind, names in (("user", limit.users), ("group", limit.groups)):
                     for name, _where in names:

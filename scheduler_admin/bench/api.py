@@ -76,6 +76,44 @@ def rows(context) -> Iterator[Row]:
         f"{len(plan['explanations'])} candidates explained",
     )  # fmt: skip
 
+    admin = context.api_client("admin")
+    body = admin.get(f"{API}/config").json()
+    for queue in body["queues"]:
+        if queue["path"] == LEAF:
+            queue["max"] = LOWER
+
+    def put_dry_run() -> object:
+        response = admin.put(f"{API}/config?dry_run=true", body, format="json")
+        assert response.status_code == 200 and response.json()["plans"], response.json()
+        return response
+
+    yield Row(
+        "PUT config?dry_run=true, whole body, leaf max lowered", _ms(put_dry_run, runs=5),
+        "ms", baseline, bare, goal=None, note=f"{count:,} queues in the body",
+    )  # fmt: skip
+
+    # A real save that starts no timer (a guarantee, not the max): toggled between two values
+    # and left as it was.
+    guarantees = [{"vcore": "1900m", "memory": "8Gi"}, {"vcore": "2", "memory": "8Gi"}]
+    saved = {"version": version, "turn": 0}
+
+    def save() -> object:
+        response = operator.patch(
+            f"{API}/queues/{LEAF}/",
+            {"guaranteed": guarantees[saved["turn"] % 2], "version": saved["version"],
+             "comment": "bench"},
+            format="json",
+        )  # fmt: skip
+        assert response.status_code == 200, response.json()
+        saved["version"] = response.json()["version"]
+        saved["turn"] += 1
+        return response
+
+    figure = _ms(save, runs=5)
+    if saved["turn"] % 2:
+        save()  # back to the guarantee it had
+    yield Row("PATCH queues/{leaf}/ saved (guarantee)", figure, "ms", baseline, bare, goal=None)
+
     def simulate() -> object:
         response = viewer.post(
             f"{API}/simulate", {"policy": "quota", "queue": LEAF, "max": LOWER}, format="json"

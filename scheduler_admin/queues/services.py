@@ -32,11 +32,18 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from preemption.config import ROOT, PartitionConfig, PartitionSettings, QueueConfig, diff_configs
-from preemption.hierarchy import ConfigError, ConfigErrors, normalized_config, validate_config
+from preemption.hierarchy import (
+    ConfigError,
+    ConfigErrors,
+    is_validated,
+    normalized_config,
+    validate_config,
+)
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
 from scheduler_admin.enforcement.timers import apply_config_change
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, RevisionKind
+from scheduler_admin.queues.saved import current_config
 
 
 class StaleVersion(Exception):
@@ -374,23 +381,35 @@ def _save_config(
             f"not {expected_revision}",
             current=partition.version,
         )
-    rows = {queue.path: queue for queue in partition.queues.all()}
+    versions = dict(
+        partition.queues.filter(path__in=list(expected_queue_versions)).values_list(
+            "path", "version"
+        )
+        if expected_queue_versions
+        else ()
+    )
     for path, version in expected_queue_versions.items():
-        row = rows.get(path)
-        if row is None:
+        current = versions.get(path)
+        if current is None:
             raise NotFound(f"queue {path!r} does not exist in partition {partition.name!r}")
-        if row.version != version:
+        if current != version:
             raise StaleVersion(
-                f"queue {path!r} is at version {row.version}, not {version}", current=row.version
+                f"queue {path!r} is at version {current}, not {version}", current=current
             )
 
     # Read under the lock: the edit applies to what is saved now, never to an earlier read.
-    before = partition.current_config()
+    # The newest revision holds what the rows hold (both are written below, in one
+    # transaction), parsed once per process (``queues.saved``), so only the rows that change
+    # are read.
+    before = current_config(partition)
     # Durations are saved with their unit (60 -> 60s) whichever way the change came in.
     config = normalized_config(edit(before))
     if config.name != partition.name:
         raise ValueError(f"an edit of {partition.name!r} returned partition {config.name!r}")
-    errors = validate_config(config)
+    # An edit of some queues re-checks only around them when ``before`` was validated already
+    # (e.g. by the dry run that preceded the save); otherwise validating ``before`` first
+    # would be wasted, as the next change is made to the config saved here.
+    errors = validate_config(config, base=before if is_validated(before) else None)
     if errors:
         raise ConfigErrors(errors)
     changes = diff_configs(before, config)
@@ -399,7 +418,7 @@ def _save_config(
 
     now = timezone.now()
     _apply_settings(partition, config.settings, bump=not created)
-    changed_paths = _apply_queues(partition, rows, config)
+    changed_paths = _apply_queues(partition, before, config)
     number = (
         partition.revisions.order_by("-number").values_list("number", flat=True).first() or 0
     ) + 1
@@ -476,21 +495,32 @@ def _apply_settings(partition: Partition, settings: PartitionSettings, *, bump: 
 
 
 def _apply_queues(
-    partition: Partition, rows: dict[str, Queue], config: PartitionConfig
+    partition: Partition, before: PartitionConfig, config: PartitionConfig
 ) -> list[str]:
-    """Make the queue rows match ``config``; returns the paths that were added, changed or
-    removed. Removed subtrees go first (children before parents), then queues are created or
-    updated parents first, so every parent row exists before its children are written."""
-    wanted = config.queues_by_path()
+    """Make the queue rows (which hold ``before``) match ``config``; returns the paths that
+    were added, changed or removed. Only the rows of those queues, of queues that moved among
+    their siblings and of the parents of new queues are read and written. Removed subtrees go
+    first (children before parents), then queues are created or updated parents first, so
+    every parent row exists before its children are written."""
+    old, wanted = before.queues_by_path(), config.queues_by_path()
+    old_positions, positions = _sibling_positions(before), _sibling_positions(config)
+    removed = sorted(set(old) - set(wanted), key=lambda p: p.count("."), reverse=True)
+    written = [
+        queue
+        for queue in config.queues
+        if old.get(queue.path) is not queue
+        and (old.get(queue.path) != queue or old_positions[queue.path] != positions[queue.path])
+    ]
+    needed = {*removed, *(queue.path for queue in written)}
+    needed.update(queue.parent for queue in written if queue.parent is not None)
+    rows = {row.path: row for row in partition.queues.filter(path__in=sorted(needed))}
     changed: list[str] = []
-    for path in sorted(set(rows) - set(wanted), key=lambda p: p.count("."), reverse=True):
+    for path in removed:
         rows.pop(path).delete()
         changed.append(path)
 
-    positions: dict[str | None, int] = {}
-    for queue in config.queues:
-        position = positions.get(queue.parent, 0)
-        positions[queue.parent] = position + 1
+    for queue in written:
+        position = positions[queue.path]
         values = {
             "name": queue.name,
             "parent": rows[queue.parent] if queue.parent is not None else None,
@@ -515,6 +545,17 @@ def _apply_queues(
                 changed.append(queue.path)
             row.save()
     return changed
+
+
+def _sibling_positions(config: PartitionConfig) -> dict[str, int]:
+    """Each queue's place among its siblings (0 first), in configured order."""
+    counts: dict[str | None, int] = {}
+    positions: dict[str, int] = {}
+    for queue in config.queues:
+        position = counts.get(queue.parent, 0)
+        counts[queue.parent] = position + 1
+        positions[queue.path] = position
+    return positions
 
 
 def _summary(

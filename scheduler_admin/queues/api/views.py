@@ -339,7 +339,7 @@ class QueueDetail(APIView):
                     f"queue {path!r} is at version {current_version}, not {version}",
                     current=current_version,
                 )
-            return _preview(obj, config.with_queue(replace(queue, **data)))
+            return _preview(obj, config.with_queue(replace(queue, **data)), base=config)
         services.update_queue(
             obj.name, path, version=version, actor=request.user, comment=comment, **data
         )
@@ -379,8 +379,12 @@ class QueueDetail(APIView):
         super().check_permissions(request)
 
 
-def _preview(partition: Partition, config: PartitionConfig) -> Response:
-    errors = validate_config(config)
+def _preview(
+    partition: Partition, config: PartitionConfig, *, base: PartitionConfig | None = None
+) -> Response:
+    """The dry-run body of ``config``; ``base``: the saved config it edits in place, whose
+    findings the validation reuses outside the edited queues (``validate_config``)."""
+    errors = validate_config(config, base=base)
     if errors:
         raise ConfigErrors(errors)
     preview = preview_change(partition, config)
