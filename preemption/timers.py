@@ -4,7 +4,9 @@ Pure functions shared by the services (which store timers and sweep them) and th
 runner (which replays a ``quota_timeline``):
 
 - ``timers_after_save``: the pending timers after one saved config change;
-- ``decide_due``: what happens to a timer whose ``due_at`` has passed;
+- ``decide_due``: what happens to a timer whose ``due_at`` has passed, on a ``ClusterState`` or
+  on a ``DueState`` (the config and the usage per queue, without the tasks: what a sweep of many
+  timers shares);
 - ``due_order``: the order in which a sweep handles the timers that fell due;
 - ``replay_timeline``: a whole timeline of saved changes, with the runs that start.
 
@@ -19,7 +21,12 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from preemption import resources
-from preemption.config import PROPERTY_QUOTA_DELAY, PartitionConfig, QueueConfig
+from preemption.config import (
+    PROPERTY_QUOTA_DELAY,
+    PartitionConfig,
+    PartitionSettings,
+    QueueConfig,
+)
 from preemption.durations import DurationError, parse_duration
 from preemption.hierarchy import Hierarchy
 from preemption.model import Allocation, ClusterState, ConfigChange, TimelineRun
@@ -27,6 +34,7 @@ from preemption.quota import plan_quota
 
 __all__ = [
     "DueDecision",
+    "DueState",
     "QuotaTimer",
     "decide_due",
     "due_order",
@@ -167,7 +175,33 @@ def _own_delay(queue: QueueConfig | None) -> int | None:
 # --------------------------------------------------------------------------------------------
 
 
-def decide_due(state: ClusterState, timer: QuotaTimer) -> DueDecision:
+@dataclass(frozen=True)
+class DueState:
+    """All ``decide_due`` reads of a partition: its config (as a ``Hierarchy``), the usage of
+    every queue (the sum of its subtree's live allocations, as ``ClusterState.usage`` has it)
+    and the queues with a run in progress; not the allocations themselves.
+
+    A sweep of due timers builds one (from usage summed in the database) and decides all its
+    timers on it. ``hierarchy`` and ``usage`` are fields, not caches: ``replace(state,
+    running_runs=...)``, as the sweep does when it starts a run, keeps them, which is right
+    because neither depends on the runs in progress; a new usage needs a new ``DueState``.
+    """
+
+    hierarchy: Hierarchy
+    usage: Mapping[str, Mapping[str, int]]
+    running_runs: frozenset[str] = frozenset()
+
+    @property
+    def settings(self) -> PartitionSettings:
+        return self.hierarchy.config.settings
+
+    @classmethod
+    def of(cls, state: ClusterState) -> DueState:
+        """The facts of a full state (its usage computed once, if it was not yet)."""
+        return cls(state.hierarchy, state.usage, frozenset(state.running_runs))
+
+
+def decide_due(state: ClusterState | DueState, timer: QuotaTimer) -> DueDecision:
     """Re-check a timer whose ``due_at`` has passed, on the state as it is now.
 
     In order: ``cancelled`` if quota preemption is no longer enabled, the queue's effective D is
@@ -184,12 +218,23 @@ def decide_due(state: ClusterState, timer: QuotaTimer) -> DueDecision:
         or _effective_delay(hierarchy, path) <= 0
     ):
         return DueDecision.CANCELLED
-    for running in state.running_runs:
-        if hierarchy.is_within(path, running) or hierarchy.is_within(running, path):
-            return DueDecision.DEFERRED
+    if state.running_runs and _related_to_a_run(path, state.running_runs):
+        return DueDecision.DEFERRED
     if resources.fits(state.usage.get(path, {}), hierarchy.queues[path].max):
         return DueDecision.NOT_NEEDED
     return DueDecision.RUN
+
+
+def _related_to_a_run(path: str, running: frozenset[str]) -> bool:
+    """Whether a run is active on ``path``, an ancestor or a descendant (``Hierarchy.is_within``
+    either way, which compares paths): a set lookup per ancestor, then one pass over the runs for
+    the descendants, rather than two ``is_within`` calls per run and timer (a sweep decides
+    thousands of timers while hundreds of runs are active)."""
+    parts = path.split(".")
+    if any(".".join(parts[:depth]) in running for depth in range(1, len(parts) + 1)):
+        return True
+    prefix = path + "."
+    return any(run.startswith(prefix) for run in running)
 
 
 def due_order(timers: Iterable[QuotaTimer]) -> list[QuotaTimer]:

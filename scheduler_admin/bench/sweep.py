@@ -257,7 +257,6 @@ def sweep(context) -> Row:
             engine_timers.decide_due(state, timer)
 
     baseline = timed(decide_all, runs=5)
-    del state
 
     enqueued: list[int] = []
     real_enqueue = runs._enqueue
@@ -319,21 +318,17 @@ def _timer_queues(context) -> tuple[list[str], list[str]]:
 
 
 def _outcome(timers) -> str:
-    from django.db.models import Count
+    """How the sweep left the timers: counts by status, pending ones that were deferred apart."""
+    from collections import Counter
 
     from scheduler_admin.enforcement.models import QuotaTimer
 
-    rows = (
-        QuotaTimer.objects.filter(pk__in=[timer.pk for timer in timers])
-        .values("status", "deferred_since__isnull")
-        .annotate(n=Count("id"))
+    counts = Counter(
+        "deferred" if status == "pending" and deferred else status
+        for status, deferred in QuotaTimer.objects.filter(
+            pk__in=[timer.pk for timer in timers]
+        ).values_list("status", "deferred_since")
     )
-    counts: dict[str, int] = {}
-    for row in rows:
-        key = row["status"]
-        if key == "pending" and not row["deferred_since__isnull"]:
-            key = "deferred"
-        counts[key] = counts.get(key, 0) + row["n"]
     return ", ".join(f"{n} {key}" for key, n in sorted(counts.items()))
 
 

@@ -18,7 +18,6 @@ from datetime import timedelta
 
 import pytest
 import time_machine
-from django.utils import timezone
 
 from preemption.model import Options
 from preemption.policies import plan_ask
@@ -249,10 +248,12 @@ def test_a_sweep_that_read_before_a_related_run_ended_leaves_the_timer_to_the_ne
     sees the related run that ended after the read and leaves the timer pending; the next
     sweep decides on the state as it is then."""
     make_partition("slowparent")
+    partition = Partition.objects.get(name="slowparent")
     clock = START + timedelta(seconds=2)
-    parent = QuotaTimer.objects.get(partition__name="slowparent", queue_path="root.team")
+    parent = QuotaTimer.objects.get(partition=partition, queue_path="root.team")
     with time_machine.travel(clock, tick=False):
-        read_at = timezone.now()
+        stale = runs.read_for_sweep(partition)
+    assert stale.state.usage["root.team"]["memory"] == 160 * GB  # over its 110G: it would run
     with time_machine.travel(clock + timedelta(seconds=1), tick=False):
         [leaf_run] = [
             run_id
@@ -260,7 +261,7 @@ def test_a_sweep_that_read_before_a_related_run_ended_leaves_the_timer_to_the_ne
             if PreemptionRun.objects.get(pk=run_id).queue_path == "root.team.b"
         ]
         runs.execute_run(leaf_run, worker="w")
-        assert runs._fire_timer(parent, clock, read_at=read_at) is None
+        assert runs.decide_due_timers(partition, clock, stale) == []
     parent.refresh_from_db()
     assert parent.status == TimerStatus.PENDING
     assert active_runs("slowparent") == []
