@@ -4,7 +4,8 @@ Rows (issue 14):
 
 - ``GET /api/v1/runs/?partition=bench`` once five big runs are stored (10,000 explained
   candidates and 2,000 victims each), against the same list of five runs of a partition that
-  stores no candidate or victim rows (``bench-bare``), measured in the same run.
+  stores no candidate or victim rows (``bench-bare``), measured in the same run; and the
+  console's Runs page for both (a ratio only: the page must not grow with what runs store).
 - ``sweep_due_quota_timers(now)`` with 2,000 timers due on distinct queues of the bench tree
   (most within max: not needed; the leaves over max start runs; groups above a leaf that
   starts a run, and leaves under three groups with an active run, are deferred), against the
@@ -90,8 +91,8 @@ def runs_list(context) -> Iterator[Row]:
         "ms",
         baseline=baseline * 1000,
         baseline_name="the same page, runs without candidate or victim rows",
-        goal=30,
-        ratio_goal=2,
+        ratio_goal=1.5,
+        note="not in the issue's table: the page must not grow with the stored explanations",
     )
 
 
