@@ -19,6 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
+from functools import cached_property
 
 from preemption import resources
 from preemption.config import (
@@ -183,8 +184,8 @@ class DueState:
 
     A sweep of due timers builds one (from usage summed in the database) and decides all its
     timers on it. ``hierarchy`` and ``usage`` are fields, not caches: ``replace(state,
-    running_runs=...)``, as the sweep does when it starts a run, keeps them, which is right
-    because neither depends on the runs in progress; a new usage needs a new ``DueState``.
+    running_runs=...)`` keeps them, which is right because neither depends on the runs in
+    progress (a new usage needs a new ``DueState``); ``with_run`` adds one run.
     """
 
     hierarchy: Hierarchy
@@ -195,10 +196,31 @@ class DueState:
     def settings(self) -> PartitionSettings:
         return self.hierarchy.config.settings
 
+    @cached_property
+    def queues_above_runs(self) -> frozenset[str]:
+        """The queues with a run in progress somewhere below them (the proper ancestors of the
+        runs' queues, by path): a timer's queue is deferred by a descendant's run when it is
+        one, a set lookup instead of a pass over every run for every timer."""
+        return frozenset(above for run in self.running_runs for above in _paths_above(run))
+
+    def with_run(self, path: str) -> DueState:
+        """This state with a run in progress on ``path`` too (a sweep that has just started
+        one decides the timers after it on this): the derived set is extended by the new run's
+        ancestors rather than computed again from every run."""
+        state = DueState(self.hierarchy, self.usage, self.running_runs | {path})
+        state.__dict__["queues_above_runs"] = self.queues_above_runs | _paths_above(path)
+        return state
+
     @classmethod
     def of(cls, state: ClusterState) -> DueState:
         """The facts of a full state (its usage computed once, if it was not yet)."""
         return cls(state.hierarchy, state.usage, frozenset(state.running_runs))
+
+
+def _paths_above(path: str) -> frozenset[str]:
+    """The proper ancestors of ``path`` by its dotted parts (``root.a.b``: ``root``, ``root.a``)."""
+    parts = path.split(".")
+    return frozenset(".".join(parts[:depth]) for depth in range(1, len(parts)))
 
 
 def decide_due(state: ClusterState | DueState, timer: QuotaTimer) -> DueDecision:
@@ -218,21 +240,23 @@ def decide_due(state: ClusterState | DueState, timer: QuotaTimer) -> DueDecision
         or _effective_delay(hierarchy, path) <= 0
     ):
         return DueDecision.CANCELLED
-    if state.running_runs and _related_to_a_run(path, state.running_runs):
+    if state.running_runs and _related_to_a_run(path, state):
         return DueDecision.DEFERRED
     if resources.fits(state.usage.get(path, {}), hierarchy.queues[path].max):
         return DueDecision.NOT_NEEDED
     return DueDecision.RUN
 
 
-def _related_to_a_run(path: str, running: frozenset[str]) -> bool:
+def _related_to_a_run(path: str, state: ClusterState | DueState) -> bool:
     """Whether a run is active on ``path``, an ancestor or a descendant (``Hierarchy.is_within``
-    either way, which compares paths): a set lookup per ancestor, then one pass over the runs for
-    the descendants, rather than two ``is_within`` calls per run and timer (a sweep decides
-    thousands of timers while hundreds of runs are active)."""
-    parts = path.split(".")
-    if any(".".join(parts[:depth]) in running for depth in range(1, len(parts) + 1)):
+    either way, which compares paths): set lookups for the queue and its ancestors; for the
+    descendants, one more on a ``DueState`` (``queues_above_runs``), one pass over the runs on
+    a ``ClusterState``. A sweep decides thousands of timers while hundreds of runs are active."""
+    running = state.running_runs
+    if path in running or not _paths_above(path).isdisjoint(running):
         return True
+    if isinstance(state, DueState):
+        return path in state.queues_above_runs
     prefix = path + "."
     return any(run.startswith(prefix) for run in running)
 

@@ -52,8 +52,13 @@ from preemption import model as engine
 from preemption import timers as engine_timers
 from preemption.model import Options, Outcome, Plan
 from preemption.policies import plan_ask, plan_quota
-from scheduler_admin.audit.models import AuditEvent, AuditKind
-from scheduler_admin.audit.services import SYSTEM_ACTOR, actor_name, record_event
+from scheduler_admin.audit.models import AuditKind
+from scheduler_admin.audit.services import (
+    SystemEvent,
+    actor_name,
+    record_event,
+    record_system_events,
+)
 from scheduler_admin.cluster.adapters import load_cluster_state
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.enforcement.models import (
@@ -256,7 +261,7 @@ def decide_due_timers(partition: Partition, now: datetime, read: SweepRead) -> l
                     continue
                 decided.fire.append(row)
                 active.add(row.queue_path)
-                state = replace(state, running_runs=frozenset(active))
+                state = state.with_run(row.queue_path)
             elif decision == engine_timers.DueDecision.DEFERRED:
                 blockers = sorted(path for path in active if _related(path, row.queue_path))
                 decided.defer.append((row, blockers))
@@ -308,7 +313,7 @@ def _fire_timers(partition: Partition, rows: list[QuotaTimer], now: datetime) ->
         )
         for row in rows
     )
-    AuditEvent.objects.bulk_create(
+    record_system_events(
         _system_run_event(
             AuditKind.RUN_STARTED,
             run,
@@ -326,13 +331,11 @@ def _fire_timers(partition: Partition, rows: list[QuotaTimer], now: datetime) ->
 
 def _system_run_event(
     kind: AuditKind, run: PreemptionRun, *, at: datetime, summary: str, data: dict
-) -> AuditEvent:
-    """An unsaved audit event of the system about a run, as ``_run_event`` writes it."""
-    return AuditEvent(
+) -> SystemEvent:
+    """An audit event of the system about a run, as ``_run_event`` writes it."""
+    return SystemEvent(
         created_at=at,
         kind=kind,
-        actor=None,
-        actor_name=SYSTEM_ACTOR,
         partition_name=run.partition.name,
         queue_path=run.queue_path,
         object_type="run",
@@ -352,7 +355,7 @@ def _defer_timers(deferred: list[tuple[QuotaTimer, list[str]]], now: datetime) -
         status=TimerStatus.PENDING,
         deferred_since__isnull=True,
     ).update(deferred_since=now)
-    AuditEvent.objects.bulk_create(
+    record_system_events(
         timer_event(
             AuditKind.TIMER_DEFERRED,
             row,
@@ -373,10 +376,10 @@ def _end_timers(ended: list[tuple[QuotaTimer, TimerStatus]], now: datetime) -> N
             QuotaTimer.objects.filter(pk__in=ids, status=TimerStatus.PENDING).update(
                 status=status, ended_at=now
             )
-    AuditEvent.objects.bulk_create(_end_event(row, status, now) for row, status in ended)
+    record_system_events(_end_event(row, status, now) for row, status in ended)
 
 
-def _end_event(row: QuotaTimer, status: TimerStatus, now: datetime) -> AuditEvent:
+def _end_event(row: QuotaTimer, status: TimerStatus, now: datetime) -> SystemEvent:
     if status == TimerStatus.CANCELLED:
         kind, why = AuditKind.TIMER_CANCELLED, "quota preemption is off for it now"
     else:

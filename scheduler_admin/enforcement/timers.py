@@ -22,8 +22,8 @@ from preemption import timers as engine
 from preemption.config import PartitionConfig
 from preemption.durations import format_duration
 from preemption.hierarchy import Hierarchy
-from scheduler_admin.audit.models import AuditEvent, AuditKind
-from scheduler_admin.audit.services import SYSTEM_ACTOR, actor_name, record_event
+from scheduler_admin.audit.models import AuditKind
+from scheduler_admin.audit.services import SystemEvent, actor_name, record_event
 from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.cluster.usage import LeafUsage, leaf_usage, resource_names
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
@@ -139,14 +139,12 @@ def load_due_state(partition: Partition, *, running_runs: Iterable[str] = ()) ->
 
 def timer_event(
     kind: AuditKind, row: QuotaTimer, *, at: datetime, summary: str, data: dict
-) -> AuditEvent:
-    """An unsaved audit event of the system about one timer, as ``record_timer_event`` writes
-    it, for callers that write many at once (``bulk_create``)."""
-    return AuditEvent(
+) -> SystemEvent:
+    """An audit event of the system about one timer, as ``record_timer_event`` writes it, for
+    callers that write many at once (``audit.services.record_system_events``)."""
+    return SystemEvent(
         created_at=at,
         kind=kind,
-        actor=None,
-        actor_name=SYSTEM_ACTOR,
         partition_name=row.partition.name,
         queue_path=row.queue_path,
         object_type="timer",

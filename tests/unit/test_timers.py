@@ -300,6 +300,22 @@ def test_a_due_state_keeps_its_usage_when_only_the_runs_change() -> None:
     assert decide_due(later, DUE) == DueDecision.DEFERRED
 
 
+def test_a_run_added_to_a_due_state_defers_its_relatives_only() -> None:
+    """``with_run`` extends what it derived from the runs instead of computing it again: the
+    same as a state built with that run from the start."""
+    shared = DueState.of(state_with(LOWERED, 80, {"root.c"}))
+    assert shared.queues_above_runs == {"root"}
+    later = shared.with_run("root.p.a.x")
+    assert later.running_runs == {"root.c", "root.p.a.x"} and later.usage is shared.usage
+    fresh = DueState(shared.hierarchy, shared.usage, later.running_runs)
+    assert later.queues_above_runs == fresh.queues_above_runs == {"root", "root.p", "root.p.a"}
+    for path in ("root.p.a", "root.p", "root.p.b", "root.c", "root.p.aa"):
+        due = timer(path, T0, 300)
+        assert decide_due(later, due) == decide_due(fresh, due)
+    assert decide_due(later, DUE) == DueDecision.DEFERRED
+    assert decide_due(later, timer("root.p.b", T0, 300)) != DueDecision.DEFERRED
+
+
 # --------------------------------------------------------------------------------------------
 # due_order
 # --------------------------------------------------------------------------------------------
