@@ -12,7 +12,9 @@ Lifecycle of a run:
    earlier victims are still being evicted, or whose planned victims are no longer running gets
    no run (it is planned again on the next sweep). The partial unique index
    ``run_one_active_per_queue`` backs the one-run-per-queue rule, and the timer's own
-   ``pending -> fired`` update is conditional, so only one sweeper fires it.
+   ``pending -> fired`` update is conditional, so only one sweeper fires it. A quota sweep reads
+   the usage once for all the partition's due timers, then takes the lock once, locks those
+   timers and decides and writes them all in that transaction (``decide_due_timers``).
 2. **Claimed** by ``execute_run``: the queue's fencing token is raised and copied to the run,
    with a lease. A second worker cannot claim a run whose lease is alive.
 3. **Planned** once: the victims are stored as ``RunVictim`` rows, and every explained candidate
@@ -38,13 +40,13 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Q
 from django.utils import timezone
 
 from preemption import model as engine
@@ -52,7 +54,14 @@ from preemption import timers as engine_timers
 from preemption.model import Options, Outcome, Plan
 from preemption.policies import plan_ask, plan_quota
 from scheduler_admin.audit.models import AuditKind
-from scheduler_admin.audit.services import actor_name, new_event, record_event, record_events
+from scheduler_admin.audit.services import (
+    SystemEvent,
+    actor_name,
+    new_event,
+    record_event,
+    record_events,
+    record_system_events,
+)
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.enforcement.models import (
@@ -66,7 +75,11 @@ from scheduler_admin.enforcement.models import (
     TimerStatus,
 )
 from scheduler_admin.enforcement.record import Described, store_candidates
-from scheduler_admin.enforcement.timers import as_engine_timer, record_timer_event
+from scheduler_admin.enforcement.timers import (
+    as_engine_timer,
+    load_due_state,
+    timer_event,
+)
 from scheduler_admin.limits import WORKER_NAME_MAX_LENGTH
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_config
@@ -151,29 +164,6 @@ def _creation_time(now: datetime) -> datetime:
     return max(now, timezone.now())
 
 
-def _related_runs(partition: Partition, queue_path: str) -> QuerySet[PreemptionRun]:
-    """Runs on ``queue_path``, an ancestor or a descendant."""
-    parts = queue_path.split(".")
-    ancestors = [".".join(parts[:depth]) for depth in range(1, len(parts))]
-    related = (
-        Q(queue_path=queue_path)
-        | Q(queue_path__in=ancestors)
-        | Q(queue_path__startswith=queue_path + ".")
-    )
-    return PreemptionRun.objects.filter(partition=partition).filter(related)
-
-
-def _related_active_runs(partition: Partition, queue_path: str) -> list[str]:
-    """Queues with an active run that is on ``queue_path``, an ancestor or a descendant, read
-    from the database now (call it under ``_lock_run_creation``)."""
-    active = _related_runs(partition, queue_path).filter(status__in=ACTIVE_RUN_STATUSES)
-    return sorted(active.values_list("queue_path", flat=True))
-
-
-def _related_runs_ended_since(partition: Partition, queue_path: str, moment: datetime) -> bool:
-    return _related_runs(partition, queue_path).filter(finished_at__gt=moment).exists()
-
-
 # --------------------------------------------------------------------------------------------
 # Sweeping due quota timers
 # --------------------------------------------------------------------------------------------
@@ -183,9 +173,9 @@ def sweep_due_quota_timers(now: datetime | None = None) -> list[int]:
     """Handle every pending timer whose ``due_at`` passed; returns the ids of runs created.
 
     Per partition, the due timers are taken in the engine's order (earliest first, a leaf before
-    its ancestors) and each is decided on the current state: run, defer (a run is active on the
-    queue, an ancestor or a descendant), cancel (quota preemption off) or not needed (usage
-    within max). A run created in this sweep defers the related timers after it.
+    its ancestors) and each is decided on one state read for the whole sweep: run, defer (a run
+    is active on the queue, an ancestor or a descendant), cancel (quota preemption off) or not
+    needed (usage within max). A run created in this sweep defers the related timers after it.
     """
     now = now or timezone.now()
     created: list[int] = []
@@ -197,144 +187,218 @@ def sweep_due_quota_timers(now: datetime | None = None) -> list[int]:
     return created
 
 
+@dataclass(frozen=True)
+class SweepRead:
+    """What a sweep read before deciding: the partition's usage per queue and config
+    (``timers.load_due_state``), and when (the wall clock, like the runs' ``finished_at``)."""
+
+    at: datetime
+    state: engine_timers.DueState
+
+
+def read_for_sweep(partition: Partition) -> SweepRead:
+    """The slow read of a sweep, done before the run-creation lock is taken: one state for all
+    the partition's due timers."""
+    at = timezone.now()
+    return SweepRead(at, load_due_state(partition))
+
+
 def _sweep_partition_timers(partition: Partition, now: datetime) -> list[int]:
-    rows = {
-        row.queue_path: row
-        for row in QuotaTimer.objects.filter(
-            partition=partition, status=TimerStatus.PENDING, due_at__lte=now
-        ).select_related("partition")
-    }
-    if not rows:
+    due = QuotaTimer.objects.filter(
+        partition=partition, status=TimerStatus.PENDING, due_at__lte=now
+    )
+    if not due.exists():
         return []
-    read_at = timezone.now()  # wall clock, like the runs' finished_at (``now`` may be given)
-    active = active_run_queues(partition)
-    state = load_cluster_state(partition, running_runs=active)
-    created = []
-    for timer in engine_timers.due_order(as_engine_timer(row) for row in rows.values()):
-        row = rows[timer.queue]
-        decision = engine_timers.decide_due(replace(state, running_runs=frozenset(active)), timer)
-        if decision == engine_timers.DueDecision.RUN:
-            run = _fire_timer(row, now, read_at=read_at)
-            if run is not None:
-                created.append(run.pk)
+    read = read_for_sweep(partition)
+    try:
+        return decide_due_timers(partition, now, read)
+    except IntegrityError:
+        # run_one_active_per_queue: a run on one of the queues was created without the
+        # run-creation lock. Nothing of this sweep was written; the next one decides again.
+        logger.warning("partition %s: a run started outside the lock; next sweep", partition)
+        return []
+
+
+def decide_due_timers(partition: Partition, now: datetime, read: SweepRead) -> list[int]:
+    """Decide and write every due timer of the partition in one transaction, under the
+    run-creation lock (``_lock_run_creation``); returns the ids of the runs created.
+
+    The state was read before (``read``); what depends on other runs is read under the lock,
+    where it is exact: the due timers that are still pending (locked, in the order the config
+    service locks them, so another sweeper, an operator's cancel or a config save waits for
+    this sweep and then finds them handled), the runs active now (another sweeper's runs
+    committed before the lock defer their relatives here, as this sweep's own new runs do),
+    and the runs that ended since the read (they changed the usage the decision saw: a timer
+    related to one is left pending for the next sweep, on a fresh state). Each timer's outcome
+    is then written in bulk: the fired timers and their runs, the first deferral of each
+    deferred timer, the timers ended without a run, with their audit events.
+    """
+    decided = _Decided()
+    with transaction.atomic():
+        _lock_run_creation(partition)
+        rows = list(
+            QuotaTimer.objects.select_for_update()
+            .filter(partition=partition, status=TimerStatus.PENDING, due_at__lte=now)
+            .order_by("due_at", "queue_path", "pk")
+        )
+        if not rows:
+            return []
+        by_queue = {}
+        for row in rows:
+            row.partition = partition  # for the audit events, without a join
+            by_queue[row.queue_path] = row
+        active = active_run_queues(partition)
+        ended_since = set(
+            PreemptionRun.objects.filter(partition=partition, finished_at__gt=read.at)
+            .values_list("queue_path", flat=True)
+            .distinct()
+        )
+        state = replace(read.state, running_runs=frozenset(active))
+        for timer in engine_timers.due_order(as_engine_timer(row) for row in rows):
+            row = by_queue[timer.queue]
+            decision = engine_timers.decide_due(state, timer)
+            if decision == engine_timers.DueDecision.RUN:
+                if any(_related(path, row.queue_path) for path in ended_since):
+                    logger.info(
+                        "timer %s: a related run ended during the sweep; next sweep", row.pk
+                    )
+                    continue
+                decided.fire.append(row)
                 active.add(row.queue_path)
-        elif decision == engine_timers.DueDecision.DEFERRED:
-            _defer_timer(row, now, sorted(q for q in active if _related(q, row.queue_path)))
-        else:
-            status = (
-                TimerStatus.CANCELLED
-                if decision == engine_timers.DueDecision.CANCELLED
-                else TimerStatus.NOT_NEEDED
-            )
-            _end_timer(row, now, status)
+                state = state.with_run(row.queue_path)
+            elif decision == engine_timers.DueDecision.DEFERRED:
+                blockers = sorted(path for path in active if _related(path, row.queue_path))
+                decided.defer.append((row, blockers))
+            elif decision == engine_timers.DueDecision.CANCELLED:
+                decided.end.append((row, TimerStatus.CANCELLED))
+            else:
+                decided.end.append((row, TimerStatus.NOT_NEEDED))
+        created = _fire_timers(partition, decided.fire, now)
+        _defer_timers(decided.defer, now)
+        _end_timers(decided.end, now)
     return created
 
 
-def _fire_timer(row: QuotaTimer, now: datetime, *, read_at: datetime) -> PreemptionRun | None:
-    """Turn a due timer into a pending run, unless another sweeper did or a related run is
-    active now (then the timer is deferred). ``read_at`` is when the sweep read the state its
-    decision rests on."""
-    try:
-        with transaction.atomic():
-            _lock_run_creation(row.partition)
-            # The sweep's list of active runs was read before this moment: a run another
-            # sweeper started since (on a child, say) defers this timer all the same.
-            blockers = _related_active_runs(row.partition, row.queue_path)
-            if blockers:
-                _defer_timer(row, now, blockers)
-                return None
-            # A related run that started and ended after the read changed the usage this
-            # decision saw: leave the timer pending for the next sweep, on a fresh state.
-            if _related_runs_ended_since(row.partition, row.queue_path, read_at):
-                logger.info("timer %s: a related run ended during the sweep; next sweep", row.pk)
-                return None
-            created = _creation_time(now)
-            # Two sweepers can get here for the same timer: the conditional update lets exactly
-            # one of them through (the other sees status != pending and updates nothing).
-            fired = QuotaTimer.objects.filter(pk=row.pk, status=TimerStatus.PENDING).update(
-                status=TimerStatus.FIRED, ended_at=created
-            )
-            if not fired:
-                return None
-            run = PreemptionRun.objects.create(
-                partition=row.partition,
-                policy=engine.PolicyName.QUOTA,
-                queue_path=row.queue_path,
-                trigger="quota_timer",
-                trigger_id=str(row.pk),
-                timer=row,
-                created_at=created,
-            )
-            _run_event(
-                AuditKind.RUN_STARTED,
-                run,
-                at=created,
-                summary=f"Quota preemption run {run.pk} of {row.queue_path} started "
-                f"(timer {row.pk} fell due at {row.due_at:%H:%M:%S} UTC)",
-                data={"run": run.pk, "timer": row.pk, "policy": run.policy},
-            )
-            _enqueue(run.pk)
-            return run
-    except IntegrityError:
-        # run_one_active_per_queue: a run on this queue started meanwhile. The timer stays
-        # pending (the transaction rolled back) and is looked at again on the next sweep.
-        record_timer_event(
-            AuditKind.RUN_SKIPPED,
+@dataclass
+class _Decided:
+    """A sweep's decisions, in the engine's order, until they are written."""
+
+    fire: list[QuotaTimer] = field(default_factory=list)
+    defer: list[tuple[QuotaTimer, list[str]]] = field(default_factory=list)
+    end: list[tuple[QuotaTimer, TimerStatus]] = field(default_factory=list)
+
+
+class SweepRaced(Exception):
+    """A locked pending timer was not pending when written: never expected (the transaction
+    rolls back, and the next sweep decides again)."""
+
+
+def _fire_timers(partition: Partition, rows: list[QuotaTimer], now: datetime) -> list[int]:
+    """Turn the due timers into pending runs (under the lock, the rows locked): the timers'
+    ``pending -> fired`` update stays conditional, one run per timer with its audit event, and
+    each run is handed to a worker once the transaction commits."""
+    if not rows:
+        return []
+    created_at = _creation_time(now)
+    fired = QuotaTimer.objects.filter(
+        pk__in=[row.pk for row in rows], status=TimerStatus.PENDING
+    ).update(status=TimerStatus.FIRED, ended_at=created_at)
+    if fired != len(rows):
+        raise SweepRaced(f"{len(rows) - fired} locked timers were no longer pending")
+    created = PreemptionRun.objects.bulk_create(
+        PreemptionRun(
+            partition=partition,
+            policy=engine.PolicyName.QUOTA,
+            queue_path=row.queue_path,
+            trigger="quota_timer",
+            trigger_id=str(row.pk),
+            timer=row,
+            created_at=created_at,
+        )
+        for row in rows
+    )
+    record_system_events(
+        _system_run_event(
+            AuditKind.RUN_STARTED,
+            run,
+            at=created_at,
+            summary=f"Quota preemption run {run.pk} of {row.queue_path} started "
+            f"(timer {row.pk} fell due at {row.due_at:%H:%M:%S} UTC)",
+            data={"run": run.pk, "timer": row.pk, "policy": run.policy},
+        )
+        for run, row in zip(created, rows, strict=True)
+    )
+    for run in created:
+        _enqueue(run.pk)
+    return [run.pk for run in created]
+
+
+def _system_run_event(
+    kind: AuditKind, run: PreemptionRun, *, at: datetime, summary: str, data: dict
+) -> SystemEvent:
+    """An audit event of the system about a run, as ``_run_event`` writes it."""
+    return SystemEvent(
+        created_at=at,
+        kind=kind,
+        partition_name=run.partition.name,
+        queue_path=run.queue_path,
+        object_type="run",
+        object_id=str(run.pk),
+        summary=summary,
+        data=data,
+    )
+
+
+def _defer_timers(deferred: list[tuple[QuotaTimer, list[str]]], now: datetime) -> None:
+    """Leave the timers pending; record the first deferral of each, not one per sweep."""
+    first = [(row, blockers) for row, blockers in deferred if row.deferred_since is None]
+    if not first:
+        return
+    QuotaTimer.objects.filter(
+        pk__in=[row.pk for row, _ in first],
+        status=TimerStatus.PENDING,
+        deferred_since__isnull=True,
+    ).update(deferred_since=now)
+    record_system_events(
+        timer_event(
+            AuditKind.TIMER_DEFERRED,
             row,
             at=now,
-            summary=f"Quota run of {row.queue_path} not started: another run on the queue "
-            "started first; the timer stays pending",
-            data={"timer": row.pk},
+            summary=f"Quota timer of {row.queue_path} deferred: a run is active on "
+            f"{', '.join(blockers)}",
+            data={"timer": row.pk, "blocking_runs_on": blockers},
         )
-        return None
+        for row, blockers in first
+    )
 
 
-def _defer_timer(row: QuotaTimer, now: datetime, blockers: list[str]) -> None:
-    """Leave the timer pending; record the first deferral only, not one per sweep."""
-    if row.deferred_since is not None:
-        return
-    with transaction.atomic():
-        updated = QuotaTimer.objects.filter(
-            pk=row.pk, status=TimerStatus.PENDING, deferred_since__isnull=True
-        ).update(deferred_since=now)
-        if updated:
-            record_timer_event(
-                AuditKind.TIMER_DEFERRED,
-                row,
-                at=now,
-                summary=f"Quota timer of {row.queue_path} deferred: a run is active on "
-                f"{', '.join(blockers)}",
-                data={"timer": row.pk, "blocking_runs_on": blockers},
+def _end_timers(ended: list[tuple[QuotaTimer, TimerStatus]], now: datetime) -> None:
+    """End the timers without a run, each with its status and an audit event."""
+    for status in (TimerStatus.CANCELLED, TimerStatus.NOT_NEEDED):
+        ids = [row.pk for row, end in ended if end == status]
+        if ids:
+            QuotaTimer.objects.filter(pk__in=ids, status=TimerStatus.PENDING).update(
+                status=status, ended_at=now
             )
+    record_system_events(_end_event(row, status, now) for row, status in ended)
+
+
+def _end_event(row: QuotaTimer, status: TimerStatus, now: datetime) -> SystemEvent:
+    if status == TimerStatus.CANCELLED:
+        kind, why = AuditKind.TIMER_CANCELLED, "quota preemption is off for it now"
+    else:
+        kind, why = AuditKind.TIMER_NOT_NEEDED, "its usage is within max"
+    return timer_event(
+        kind,
+        row,
+        at=now,
+        summary=f"Quota timer of {row.queue_path} ended without a run: {why}",
+        data={"timer": row.pk, "status": status},
+    )
 
 
 def _related(a: str, b: str) -> bool:
     return a == b or a.startswith(b + ".") or b.startswith(a + ".")
-
-
-def _end_timer(row: QuotaTimer, now: datetime, status: TimerStatus) -> None:
-    with transaction.atomic():
-        updated = QuotaTimer.objects.filter(pk=row.pk, status=TimerStatus.PENDING).update(
-            status=status, ended_at=now
-        )
-        if updated:
-            kind = (
-                AuditKind.TIMER_CANCELLED
-                if status == TimerStatus.CANCELLED
-                else AuditKind.TIMER_NOT_NEEDED
-            )
-            why = (
-                "quota preemption is off for it now"
-                if status == TimerStatus.CANCELLED
-                else "its usage is within max"
-            )
-            record_timer_event(
-                kind,
-                row,
-                at=now,
-                summary=f"Quota timer of {row.queue_path} ended without a run: {why}",
-                data={"timer": row.pk, "status": status},
-            )
 
 
 # --------------------------------------------------------------------------------------------

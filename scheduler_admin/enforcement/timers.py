@@ -4,10 +4,14 @@ The rules themselves are the engine's (``preemption.timers.timers_after_save``);
 loads the pending rows, asks the engine for the new set, and writes the difference with an audit
 event per timer. It runs inside the config service's transaction, so a change and its timers are
 saved together or not at all.
+
+It also gives the sweep of due timers (``runs.sweep_due_quota_timers``) what it decides on,
+``load_due_state``: the config and the usage per queue summed in the database, not the tasks.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -17,8 +21,11 @@ from django.utils import timezone
 from preemption import timers as engine
 from preemption.config import PartitionConfig
 from preemption.durations import format_duration
+from preemption.hierarchy import Hierarchy
 from scheduler_admin.audit.models import AuditKind
-from scheduler_admin.audit.services import actor_name, record_event
+from scheduler_admin.audit.services import SystemEvent, actor_name, record_event
+from scheduler_admin.cluster.models import Allocation, AllocationState
+from scheduler_admin.cluster.usage import LeafUsage, leaf_usage, resource_names
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues.models import Partition
 
@@ -102,6 +109,49 @@ def cancel_timer(
         what = f"cancelled by {actor_name(actor)}" + (f": {comment}" if comment else "")
         _record(AuditKind.TIMER_CANCELLED, row, actor, now, what, comment=comment)
     return row
+
+
+def load_due_state(partition: Partition, *, running_runs: Iterable[str] = ()) -> engine.DueState:
+    """What ``engine.decide_due`` reads, for every timer of one sweep: the config, the usage of
+    every queue as the engine counts it, and the queues with a run in progress.
+
+    The usage is summed per queue in the database (``cluster.usage.leaf_usage``) and rolled up
+    by the engine's hierarchy: loading the 200,000 tasks of a large partition to add them up
+    again in Python took seconds, and the decisions read nothing else of them. The engine
+    counts ``preempting`` tasks as gone (SPEC 4.0) while ``leaf_usage`` counts them until their
+    eviction is acknowledged (SPEC 3.3), so they are subtracted again: they are the victims
+    being evicted right now, few. They are read after the sum: a victim released in between
+    is then counted (a run that plans finds nothing to do), never left out twice.
+    """
+    config = partition.current_config()
+    hierarchy = Hierarchy(config)
+    live = leaf_usage(partition, names=resource_names(partition, config))
+    leaving = [
+        LeafUsage(queue, {name: -value for name, value in amounts.items()})
+        for queue, amounts in Allocation.objects.filter(
+            partition=partition, state=AllocationState.PREEMPTING
+        ).values_list("queue_path", "resources")
+    ]
+    return engine.DueState(
+        hierarchy, hierarchy.usage_by_queue([*live, *leaving]), frozenset(running_runs)
+    )
+
+
+def timer_event(
+    kind: AuditKind, row: QuotaTimer, *, at: datetime, summary: str, data: dict
+) -> SystemEvent:
+    """An audit event of the system about one timer, as ``record_timer_event`` writes it, for
+    callers that write many at once (``audit.services.record_system_events``)."""
+    return SystemEvent(
+        created_at=at,
+        kind=kind,
+        partition_name=row.partition.name,
+        queue_path=row.queue_path,
+        object_type="timer",
+        object_id=str(row.pk),
+        summary=summary,
+        data=data,
+    )
 
 
 def record_timer_event(

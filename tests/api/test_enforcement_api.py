@@ -11,6 +11,8 @@ from datetime import datetime, timedelta
 
 import pytest
 import time_machine
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.models import Allocation, AllocationState
@@ -274,6 +276,22 @@ def test_runs_are_listed_newest_first_and_paginated(two_runs, viewer):
     assert "victims" not in body["results"][0] and "explanations" not in body["results"][0]
     everything = viewer.get("/api/v1/runs/").json()["results"]
     assert [r["id"] for r in everything] == [second.pk, first.pk]
+
+
+def test_the_runs_list_counts_victims_without_reading_the_plans_record(two_runs, viewer):
+    """The list shows each run's victim count but reads no candidate row and no subject: a big
+    run stores 100,000 explained candidates the list never shows."""
+    first, second = two_runs
+    assert first.candidates.exists() and first.subject
+    with CaptureQueriesContext(connection) as queries:
+        body = viewer.get("/api/v1/runs/").json()
+    counts = {r["id"]: r["victim_count"] for r in body["results"]}
+    assert counts == {first.pk: 3, second.pk: 0}
+    sql = " ".join(query["sql"] for query in queries.captured_queries)
+    assert "runcandidate" not in sql
+    assert '"subject"' not in sql
+    detail = viewer.get(f"/api/v1/runs/{first.pk}/").json()
+    assert detail["victim_count"] == 3 and detail["subject"]["queue"] == "root.team"
 
 
 @pytest.mark.parametrize(

@@ -302,6 +302,28 @@ def test_a_victim_counts_towards_displayed_usage_until_its_eviction_is_acknowled
     assert queue_usage(partition)["root.team"] == {"memory": 70 * GB}  # a1 (30G) and b3 (40G)
 
 
+def test_the_sweep_sums_usage_as_the_engine_counts_it(partition):
+    """The sweep reads the usage per queue summed in the database, not the tasks: the same
+    figures as the engine's state, where preempting victims count as gone already."""
+    from scheduler_admin.cluster.adapters import load_cluster_state
+    from scheduler_admin.enforcement.timers import load_due_state
+
+    def same() -> dict[str, int]:
+        due = load_due_state(partition)
+        assert due.usage == load_cluster_state(partition).usage
+        return due.usage["root.team"]
+
+    assert same() == {"memory": 180 * GB}
+    lower_team_max(100)
+    [run_id] = runs.sweep_due_quota_timers(START + timedelta(seconds=2))
+    runs.execute_run(run_id, worker="w1")
+    assert Allocation.objects.filter(state=AllocationState.PREEMPTING).exists()
+    assert same() == {"memory": 70 * GB}  # a1 (30G) and b3 (40G) are left running
+    for order in EvictionOrder.objects.all():
+        acknowledge_eviction(order.pk, actor=None)
+    assert same() == {"memory": 70 * GB}
+
+
 def test_the_tasks_log_at_info_only_what_they_did(partition, caplog):
     """Beat sends the sweeps every 5 s: a sweep with nothing to do is a DEBUG line, one that
     started a run an INFO line naming it, and the run's end is an INFO line (issue 13)."""

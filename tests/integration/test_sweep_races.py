@@ -18,10 +18,10 @@ from datetime import timedelta
 
 import pytest
 import time_machine
-from django.utils import timezone
 
 from preemption.model import Options
 from preemption.policies import plan_ask
+from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.adapters import load_cluster_state
 from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.cluster.services import ingest_cluster_state
@@ -164,6 +164,113 @@ def test_two_sweepers_at_once_preempt_exactly_what_one_sweeper_does() -> None:
     assert not failures, f"{len(failures)} of {TRIALS} trials differ from one sweeper: {failures}"
 
 
+# --- Many timers in one sweep ---------------------------------------------------------------
+
+MANY_LEAVES = 12
+MANY_CONFIG = """
+partitions:
+  - name: NAME
+    preemption: {enabled: true, quotapreemptionenabled: true}
+    queues:
+      - name: root
+        queues:
+          - name: team
+            resources: {max: {memory: TEAMG}}
+            properties: {quota.preemption.delay: 1s}
+            queues:
+LEAVES
+"""
+
+
+def many_config(name: str, *, team: int, leaves: dict[str, int]) -> str:
+    rows = []
+    for leaf in (f"l{n:02d}" for n in range(MANY_LEAVES)):
+        rows.append(f"              - name: {leaf}")
+        if leaf in leaves:
+            rows.append(f"                resources: {{max: {{memory: {leaves[leaf]}G}}}}")
+    return (
+        MANY_CONFIG.replace("NAME", name)
+        .replace("TEAM", str(team))
+        .replace("LEAVES", "\n".join(rows))
+    )
+
+
+def make_many_timers_partition(name: str) -> None:
+    """Twelve leaves of 20G each (two 10G tasks) under team; one saved change gives four of
+    them a 15G max (over it: they run), the other eight 50G (within: not needed), and lowers
+    team from 2000G to 1000G (within, but deferred behind its leaves' runs, which go first)."""
+    with time_machine.travel(START, tick=False):
+        [config] = parse_queues_yaml(
+            many_config(name, team=2000, leaves={}),
+            settings_for=config_services.settings_for_import,
+        )
+        result = config_services.save_partition_config(config, actor=None, comment="initial")
+        ingest_cluster_state(
+            result.partition,
+            {
+                "nodes": [{"name": "n1", "capacity": {"memory": "1000G"}}],
+                "allocations": [
+                    task(f"l{leaf:02d}-{n}", f"root.team.l{leaf:02d}", 10, n)
+                    for leaf in range(MANY_LEAVES)
+                    for n in range(2)
+                ],
+            },
+            actor=None,
+        )
+        limits = {f"l{n:02d}": 15 if n < 4 else 50 for n in range(MANY_LEAVES)}
+        [config] = parse_queues_yaml(
+            many_config(name, team=1000, leaves=limits),
+            settings_for=config_services.settings_for_import,
+        )
+        config_services.save_partition_config(config, actor=None, comment="limits")
+    pending = QuotaTimer.objects.filter(partition__name=name, status=TimerStatus.PENDING)
+    assert pending.count() == MANY_LEAVES + 1
+
+
+def sweep_outcome(name: str) -> dict[str, object]:
+    """Each timer's status (deferred apart), the runs, and the sweep's audit events per timer."""
+    timers = QuotaTimer.objects.filter(partition__name=name).order_by("queue_path")
+    events = AuditEvent.objects.filter(partition_name=name).exclude(
+        kind__in=[AuditKind.TIMER_STARTED, AuditKind.CONFIG_CHANGED, AuditKind.STATE_INGESTED]
+    )
+    return {
+        "timers": [(t.queue_path, "deferred" if t.deferred_since else t.status) for t in timers],
+        "runs": sorted(
+            PreemptionRun.objects.filter(partition__name=name).values_list(
+                "queue_path", "timer__queue_path"
+            )
+        ),
+        "events": sorted(events.values_list("kind", "queue_path")),
+    }
+
+
+def test_two_sweepers_of_many_timers_at_once_write_each_outcome_once() -> None:
+    """Thirteen timers fall due together (four run, eight are not needed, one is deferred):
+    two sweepers released at the same instant leave exactly what one sweeper leaves: one run
+    per fired timer, each timer ended or deferred once, one audit event for each of those."""
+    make_many_timers_partition("many-alone")
+    clock = START + timedelta(seconds=2)
+    with time_machine.travel(clock, tick=False):
+        runs.sweep_due_quota_timers(clock)
+    alone = sweep_outcome("many-alone")
+    statuses = [status for _, status in alone["timers"]]
+    assert statuses.count(TimerStatus.FIRED) == 4
+    assert statuses.count(TimerStatus.NOT_NEEDED) == 8
+    assert dict(alone["timers"])["root.team"] == "deferred"
+    assert len(alone["events"]) == 4 + 8 + 1
+
+    failures = []
+    for trial in range(TRIALS):
+        name = f"many{trial}"
+        make_many_timers_partition(name)
+        with time_machine.travel(clock, tick=False):
+            release_together_or_raise(*[lambda: runs.sweep_due_quota_timers(clock)] * 2)
+        raced = sweep_outcome(name)
+        if raced != alone:
+            failures.append((trial, raced))
+    assert not failures, f"{len(failures)} of {TRIALS} trials differ from one sweeper: {failures}"
+
+
 # --- Pending asks ---------------------------------------------------------------------------
 
 ASK_CONFIG = """
@@ -249,10 +356,12 @@ def test_a_sweep_that_read_before_a_related_run_ended_leaves_the_timer_to_the_ne
     sees the related run that ended after the read and leaves the timer pending; the next
     sweep decides on the state as it is then."""
     make_partition("slowparent")
+    partition = Partition.objects.get(name="slowparent")
     clock = START + timedelta(seconds=2)
-    parent = QuotaTimer.objects.get(partition__name="slowparent", queue_path="root.team")
+    parent = QuotaTimer.objects.get(partition=partition, queue_path="root.team")
     with time_machine.travel(clock, tick=False):
-        read_at = timezone.now()
+        stale = runs.read_for_sweep(partition)
+    assert stale.state.usage["root.team"]["memory"] == 160 * GB  # over its 110G: it would run
     with time_machine.travel(clock + timedelta(seconds=1), tick=False):
         [leaf_run] = [
             run_id
@@ -260,7 +369,7 @@ def test_a_sweep_that_read_before_a_related_run_ended_leaves_the_timer_to_the_ne
             if PreemptionRun.objects.get(pk=run_id).queue_path == "root.team.b"
         ]
         runs.execute_run(leaf_run, worker="w")
-        assert runs._fire_timer(parent, clock, read_at=read_at) is None
+        assert runs.decide_due_timers(partition, clock, stale) == []
     parent.refresh_from_db()
     assert parent.status == TimerStatus.PENDING
     assert active_runs("slowparent") == []

@@ -12,6 +12,7 @@ from preemption.config import PartitionConfig, QueueConfig
 from preemption.model import Allocation, ClusterState, ConfigChange, Node, Outcome
 from preemption.timers import (
     DueDecision,
+    DueState,
     QuotaTimer,
     decide_due,
     due_order,
@@ -265,6 +266,54 @@ def test_a_run_on_a_sibling_or_a_lookalike_name_does_not_defer() -> None:
 def test_cancelled_is_decided_before_deferred() -> None:
     state = state_with(switch(LOWERED, False), 80, {"root.p.a"})
     assert decide_due(state, DUE) == DueDecision.CANCELLED
+
+
+@pytest.mark.parametrize(
+    ("cfg", "used", "running", "path"),
+    [
+        (LOWERED, 80, set(), "root.p.a"),  # run
+        (LOWERED, 50, set(), "root.p.a"),  # not needed
+        (switch(LOWERED, False), 80, set(), "root.p.a"),  # cancelled
+        (LOWERED, 80, set(), "root.gone"),  # cancelled: no such queue
+        (LOWERED, 80, {"root.p"}, "root.p.a"),  # deferred by an ancestor
+        (LOWERED, 80, {"root.p.a"}, "root.p"),  # deferred by a descendant
+        (LOWERED, 80, {"root"}, "root.p.a"),
+        (LOWERED, 80, {"root.p.b", "root.p.aa", "root.c", "root.p.a.x"}, "root.p.a"),
+        (LOWERED, 80, {"root.p.b", "root.p.aa", "root.c"}, "root.p.a"),
+        (LOWERED, 80, {"root.pp", "root.p.aa.z"}, "root.p"),
+    ],
+)
+def test_a_due_state_decides_as_the_full_state_does(cfg, used, running, path) -> None:
+    """The sweep decides on the usage per queue without the tasks: the same answers."""
+    state = state_with(cfg, used, running)
+    due = timer(path, T0, 300)
+    assert decide_due(DueState.of(state), due) == decide_due(state, due)
+
+
+def test_a_due_state_keeps_its_usage_when_only_the_runs_change() -> None:
+    """A sweep shares one usage roll-up across every timer: the runs it starts replace
+    ``running_runs`` only, and the usage and hierarchy are the same objects."""
+    shared = DueState.of(state_with(LOWERED, 80))
+    later = replace(shared, running_runs=frozenset({"root.p.a"}))
+    assert later.usage is shared.usage and later.hierarchy is shared.hierarchy
+    assert decide_due(shared, DUE) == DueDecision.RUN
+    assert decide_due(later, DUE) == DueDecision.DEFERRED
+
+
+def test_a_run_added_to_a_due_state_defers_its_relatives_only() -> None:
+    """``with_run`` extends what it derived from the runs instead of computing it again: the
+    same as a state built with that run from the start."""
+    shared = DueState.of(state_with(LOWERED, 80, {"root.c"}))
+    assert shared.queues_above_runs == {"root"}
+    later = shared.with_run("root.p.a.x")
+    assert later.running_runs == {"root.c", "root.p.a.x"} and later.usage is shared.usage
+    fresh = DueState(shared.hierarchy, shared.usage, later.running_runs)
+    assert later.queues_above_runs == fresh.queues_above_runs == {"root", "root.p", "root.p.a"}
+    for path in ("root.p.a", "root.p", "root.p.b", "root.c", "root.p.aa"):
+        due = timer(path, T0, 300)
+        assert decide_due(later, due) == decide_due(fresh, due)
+    assert decide_due(later, DUE) == DueDecision.DEFERRED
+    assert decide_due(later, timer("root.p.b", T0, 300)) != DueDecision.DEFERRED
 
 
 # --------------------------------------------------------------------------------------------

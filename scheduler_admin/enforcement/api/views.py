@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from django.db.models import Count
+from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
@@ -148,9 +148,7 @@ _EXPORT_ACTION = {"pagination_class": None, "content_negotiation_class": SuffixC
 class RunViewSet(viewsets.ReadOnlyModelViewSet):
     """Preemption runs of every partition (viewer), filtered by partition, queue, policy, ..."""
 
-    queryset = PreemptionRun.objects.select_related("partition").annotate(
-        victim_count=Count("victims")
-    )
+    queryset = PreemptionRun.objects.select_related("partition").listed()
     serializer_class = serializers.RunSerializer
     filterset_class = filtersets.RunFilterSet
     filter_backends = [DjangoFilterBackend, StableOrderingFilter]
@@ -158,6 +156,14 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     ordering = ["-created_at", "-id"]
     read_role = VIEWER
     action_roles = {"abort": ADMIN}
+
+    def get_queryset(self) -> QuerySet[PreemptionRun]:
+        """The list reads no record of the plans (``listed``); one run's page reads its subject,
+        its victims and its candidates (``RunDetailSerializer``)."""
+        queryset = super().get_queryset()
+        if self.action == "retrieve":
+            return queryset.defer(None)
+        return queryset
 
     def get_serializer_class(self) -> type[BaseSerializer]:
         if self.action == "retrieve":

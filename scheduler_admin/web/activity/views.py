@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.db.models import Count
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -76,8 +75,8 @@ def run_list(request: HttpRequest) -> HttpResponse:
     highlighted because they are the ones somebody has to look at."""
     queryset = (
         PreemptionRun.objects.select_related("partition")
-        .defer("targets", "freed", "nominations", "subject")  # the list needs none of them
-        .annotate(victim_count=Count("victims"))
+        .listed()
+        .defer("targets", "freed", "nominations")  # the list needs none of them
         .order_by("-created_at", "-id")
     )
     filterset = presenters.bind_filters(RunFilterSet, request, queryset, RUN_LABELS, PLACEHOLDERS)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db.models import Count, Q
+from django.db.models import Q
 
 from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
 from scheduler_admin.queues.models import ConfigRevision, Partition
@@ -38,9 +38,9 @@ def panels(tree: QueueTree) -> dict[str, Any]:
         "over_max_count": over_max_count,
         "alerts": alerts(partition, now),
         "runs": list(
-            PreemptionRun.objects.filter(partition=partition).annotate(
-                victim_count=Count("victims")
-            )[:RECENT]
+            PreemptionRun.objects.filter(partition=partition)
+            .listed()
+            .defer("targets", "freed", "nominations")[:RECENT]
         ),
         "revisions": list(
             ConfigRevision.objects.filter(partition=partition).order_by("-number")[:RECENT]
@@ -55,7 +55,7 @@ def alerts(partition: Partition, now: datetime) -> list[dict[str, object]]:
         Q(outcome__in=ALERT_OUTCOMES) | Q(status=RunStatus.FAILED),
         partition=partition,
         created_at__gte=now - ALERT_WINDOW,
-    )[:RECENT]
+    ).defer("subject", "targets", "freed", "nominations")[:RECENT]
     return [
         {
             "run": run,
