@@ -76,10 +76,12 @@ Judgement calls where SPEC 4.5 is silent (each also commented where it is implem
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from fractions import Fraction
+from itertools import accumulate, groupby, islice
 
 from preemption.model import (
     Allocation,
@@ -151,19 +153,25 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
     types = tuple(sorted(found.request))
     order = placement_order(found.asks, state.nodes)
     needs = None if order is None else _needs(order, types)
-    as_it_stands = _Room.build(state.nodes, state.running, types)
-    if needs is not None and as_it_stands.place(needs) is not None:
-        return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
+    removed = {a.id for a in candidates}
+    # One pass over the running allocations gives both rooms: with every candidate gone, and
+    # as the cluster stands (the candidates' share taken as well).
+    names, free, held = _rooms(state.nodes, state.running, removed, types)
+    if needs is not None:
+        standing = [
+            [f - h for f, h in zip(a, b, strict=True)] for a, b in zip(free, held, strict=True)
+        ]
+        if _Room(names, standing).place(needs) is not None:
+            return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
 
     # SPEC 4.5 "Q's max": Q's own max, not the effective max of its ancestors (judgement call).
     queue = state.hierarchy.queues[found.queue]
-    in_queue = {a.id for a in state.running if state.hierarchy.is_within(a.queue, found.queue)}
-    removed = {a.id for a in candidates}
+    in_queue = _in_queue(state, found.queue)
     usage = _usage_without(state.running, in_queue, removed, types)
     if not admits(found.request, queue.guaranteed, queue.max, found.preemptible, usage):
         return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
 
-    room = _Room.build(state.nodes, [a for a in state.running if a.id not in removed], types)
+    room = _Room(names, free)
     placement = None if needs is None else room.place(needs)
     if needs is None or placement is None:
         # All or nothing (seed 004, story 2): J does not place even with every candidate gone.
@@ -190,6 +198,43 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
     )
 
 
+def _in_queue(state: ClusterState, queue: str) -> set[str]:
+    """Ids of the running allocations of ``queue``'s subtree (one test per leaf queue)."""
+    within: dict[str, bool] = {}
+    ids = set()
+    for allocation in state.running:
+        inside = within.get(allocation.queue)
+        if inside is None:
+            inside = within[allocation.queue] = state.hierarchy.is_within(allocation.queue, queue)
+        if inside:
+            ids.add(allocation.id)
+    return ids
+
+
+def _rooms(
+    nodes: Sequence[Node], running: Iterable[Allocation], removed: set[str], types: tuple[str, ...]
+) -> tuple[list[str], list[list[int]], list[list[int]]]:
+    """The schedulable nodes by name; per type, their room with the ``removed`` allocations gone
+    (capacity, a missing type 0, minus the others); and per type what the removed ones hold."""
+    schedulable = sorted((node for node in nodes if node.schedulable), key=lambda n: n.name)
+    names = [node.name for node in schedulable]
+    free = [[node.capacity.get(name, 0) for node in schedulable] for name in types]
+    held = [[0] * len(names) for _ in types]
+    index = {name: position for position, name in enumerate(names)}
+    for allocation in running:
+        position = index.get(allocation.node)
+        if position is None:
+            continue
+        amounts = allocation.resources
+        if allocation.id in removed:
+            for type_index, name in enumerate(types):
+                held[type_index][position] += amounts.get(name, 0)
+        else:
+            for type_index, name in enumerate(types):
+                free[type_index][position] -= amounts.get(name, 0)
+    return names, free, held
+
+
 @dataclass(frozen=True)
 class _Reprieve:
     """What the reprieve walk keeps up to date: Q's usage and J's placement (both mutable)."""
@@ -207,13 +252,18 @@ def _reprieve(candidates: Sequence[Allocation], walk: _Reprieve) -> tuple[str, .
     admission still holds (SPEC 4.5); the rest are the victims, in walk order. Admission is
     checked first: it is cheap, and it only changes for candidates of Q's subtree."""
     types = tuple(sorted(walk.job.request))
+    indexed = tuple(enumerate(types))
+    put_back = walk.gang.put_back
+    in_queue = walk.in_queue
     victims: list[str] = []
     for allocation in candidates:
-        own = allocation.id in walk.in_queue
+        own = allocation.id in in_queue
         if own and not _admits_with(walk, allocation):
             victims.append(allocation.id)
             continue
-        if not walk.gang.put_back(allocation.node, _need(allocation.resources, types)):
+        amounts = allocation.resources
+        need = tuple([(i, v) for i, name in indexed if (v := amounts.get(name, 0)) > 0])
+        if not put_back(allocation.node, need):
             victims.append(allocation.id)
             continue
         if own:
@@ -400,26 +450,56 @@ def _needs(order: Sequence[Ask], types: tuple[str, ...]) -> list[tuple[str, Need
     return [(ask.id, _need(ask.resources, types)) for ask in order]
 
 
+class _Run:
+    """Consecutive asks of J's placement order that request exactly the same amounts, and where
+    first fit put them: ``counts[i]`` asks on node ``nodes[i]`` (ascending), the first
+    ``counts[0]`` ids on the first node, and so on.
+
+    First fit places identical asks greedily: each goes to the first node with room for it, and
+    a node that had no room for one of them has none for the next (room only shrinks while a
+    placement goes on), so a run fills its nodes in name order, every node but the last as far
+    as it holds. That is what lets ``_Gang.replay`` skip every node whose room did not change.
+    """
+
+    __slots__ = ("amounts", "counts", "cumulative", "ids", "need", "nodes", "where")
+
+    def __init__(
+        self, need: Need, amounts: list[int], ids: list[str], nodes: list[int], counts: list[int]
+    ) -> None:
+        self.need = need
+        self.amounts = amounts  # the need per type index, 0 for the types it does not request
+        self.ids = ids
+        self.nodes = nodes
+        self.counts = counts
+        self.cumulative = list(accumulate(counts))
+        self.where = dict(zip(nodes, counts, strict=True))
+
+
 class _Gang:
-    """J's placement from scratch on a room that only shrinks, as candidates are put back."""
+    """J's placement from scratch on a room that only shrinks, as candidates are put back.
+
+    The placement is kept as runs of identical asks (``_Run``); ``load`` is what J's asks take
+    on each node the placement uses, per type.
+    """
 
     def __init__(
         self, room: _Room, needs: list[tuple[str, Need]], placement: dict[str, int]
     ) -> None:
         self.room = room
-        self.needs = dict(needs)
-        self.order = needs
-        self.placement = placement
-        self.load = self._load()
-
-    def _load(self) -> dict[int, list[int]]:
-        """What J's asks take on each node the placement uses, per type."""
-        load: dict[int, list[int]] = {}
-        for ask_id, index in self.placement.items():
-            total = load.setdefault(index, [0] * self.room.types)
-            for type_index, amount in self.needs[ask_id]:
-                total[type_index] += amount
-        return load
+        self.runs: list[_Run] = []
+        for need, group in groupby(needs, key=lambda entry: entry[1]):
+            ids = [ask_id for ask_id, _ in group]
+            nodes: list[int] = []
+            counts: list[int] = []
+            for index, same in groupby(placement[ask_id] for ask_id in ids):
+                nodes.append(index)
+                counts.append(len(list(same)))
+            amounts = [0] * room.types
+            for type_index, amount in need:
+                amounts[type_index] = amount
+            self.runs.append(_Run(need, amounts, ids, nodes, counts))
+        self.load: dict[int, list[int]] = {}
+        self._update_load({index for run in self.runs for index in run.nodes})
 
     def put_back(self, node: str, need: Need) -> bool:
         """Take ``need`` from ``node``'s room if J still places from scratch (True), else leave
@@ -431,23 +511,150 @@ class _Gang:
         those asks request: each of them still fits where it was. An allocation on a node that
         is not schedulable, or that takes none of J's types, does not touch the room at all.
         """
-        index = self.room.index.get(node)
+        room = self.room
+        index = room.index.get(node)
         if index is None or not need:
             return True
-        self.room.take(index, need)
+        room.take(index, need)
         load = self.load.get(index)
-        if load is None or self.room.still_holds(index, need, load):
+        if load is None or room.still_holds(index, need, load):
             return True
-        moved = self.room.place_after_shrink(self.order, self.placement, index, need)
-        if moved is None:
-            self.room.give(index, need)
+        replayed = self.replay(index)
+        if replayed is None:
+            room.give(index, need)
             return False
-        self.placement = moved
-        self.load = self._load()
+        self.runs, changed = replayed
+        self._update_load(changed)
         return True
 
+    def replay(self, shrunk: int) -> tuple[list[_Run], set[int]] | None:
+        """The placement from scratch -- first fit of every ask in order -- knowing that the
+        current runs were the placement from scratch before the room of node ``shrunk`` (only)
+        shrank. Returns the new runs and the nodes where J's load changed, or None when some ask
+        no longer places.
+
+        ``changed`` holds the nodes whose room, when the next run starts, may differ from what
+        it was then in the earlier placement: ``shrunk``, and every node where an earlier run
+        now puts a different number of asks. A run with no changed node up to its last node is
+        placed exactly as before. Otherwise, walking its nodes in name order: a node of the run
+        whose room did not change still holds as many asks as before (it was filled as far as
+        it held), so whole stretches of them are copied at once; a node that is not one of the
+        run's and did not change still has no room (first fit passed over it); a changed node
+        and the run's last node (which may have had room to spare) are looked at; and what
+        remains after the last node goes, through the room's trees, to the next nodes with
+        room.
+        """
+        changed = {shrunk}
+        runs: list[_Run] = []
+        for run in self.runs:
+            last = run.nodes[-1]
+            events = sorted(index for index in changed if index <= last)
+            if not events:
+                runs.append(run)
+                continue
+            if events[-1] != last:
+                events.append(last)
+            placed = self._place_run(run, events, runs)
+            if placed is None:
+                return None
+            if placed.where == run.where:
+                runs.append(run)
+                continue
+            changed.update(index for index, _ in run.where.items() ^ placed.where.items())
+            runs.append(placed)
+        return runs, changed
+
+    def _place_run(self, run: _Run, events: list[int], earlier: list[_Run]) -> _Run | None:
+        """``run`` placed afresh after the ``earlier`` runs (already placed afresh), where only
+        the nodes in ``events`` (ascending, ending with the run's last node) may hold a
+        different number of its asks than before."""
+        nodes, counts, cumulative = run.nodes, run.counts, run.cumulative
+        remaining = len(run.ids)
+        new_nodes: list[int] = []
+        new_counts: list[int] = []
+        start = 0  # the first of the run's nodes not dealt with yet
+        for event in events:
+            stop = bisect_left(nodes, event, start)
+            if stop > start:
+                # Nodes start..stop-1 of the run come before the event and did not change.
+                base = cumulative[start - 1] if start else 0
+                if remaining >= cumulative[stop - 1] - base:
+                    new_nodes += nodes[start:stop]
+                    new_counts += counts[start:stop]
+                    remaining -= cumulative[stop - 1] - base
+                else:
+                    end = bisect_left(cumulative, base + remaining, start, stop)
+                    new_nodes += nodes[start:end]
+                    new_counts += counts[start:end]
+                    new_nodes.append(nodes[end])
+                    new_counts.append(
+                        base + remaining - (cumulative[end - 1] if end > start else base)
+                    )
+                    remaining = 0
+            start = stop
+            if not remaining:
+                break
+            held = self._holds(event, run, earlier, remaining)
+            if held:
+                new_nodes.append(event)
+                new_counts.append(held)
+                remaining -= held
+            if start < len(nodes) and nodes[start] == event:
+                start += 1
+        after = nodes[-1] + 1
+        while remaining:
+            index = self.room.first_index(run.need, after)
+            if index is None:
+                return None
+            held = self._holds(index, run, earlier, remaining)
+            if held:
+                new_nodes.append(index)
+                new_counts.append(held)
+                remaining -= held
+            after = index + 1
+        return _Run(run.need, run.amounts, run.ids, new_nodes, new_counts)
+
+    def _holds(self, index: int, run: _Run, earlier: list[_Run], remaining: int) -> int:
+        """How many of ``run``'s ``remaining`` asks node ``index`` holds once the ``earlier``
+        runs took their share of its room."""
+        room = self.room
+        leaf = room.size + index
+        held = remaining
+        for type_index, amount in run.need:
+            free = room.trees[type_index][leaf]
+            for other in earlier:
+                count = other.where.get(index)
+                if count:
+                    free -= count * other.amounts[type_index]
+            if free < amount:
+                return 0
+            held = min(held, free // amount)
+        return held
+
+    def _update_load(self, changed: Iterable[int]) -> None:
+        for index in changed:
+            total: list[int] | None = None
+            for run in self.runs:
+                count = run.where.get(index)
+                if count:
+                    if total is None:
+                        total = [0] * self.room.types
+                    for type_index, amount in run.need:
+                        total[type_index] += count * amount
+            if total is None:
+                self.load.pop(index, None)
+            else:
+                self.load[index] = total
+
     def nominations(self) -> dict[str, str]:
-        return {ask: self.room.names[index] for ask, index in sorted(self.placement.items())}
+        names = self.room.names
+        placement: dict[str, str] = {}
+        for run in self.runs:
+            ids = iter(run.ids)
+            for index, count in zip(run.nodes, run.counts, strict=True):
+                for ask_id in islice(ids, count):
+                    placement[ask_id] = names[index]
+        return dict(sorted(placement.items()))
 
 
 class _Room:
@@ -510,28 +717,53 @@ class _Room:
 
     def first_index(self, need: Need, start: int = 0) -> int | None:
         """The first node (by name) from index ``start`` on whose room holds ``need`` on every
-        type it lists. Depth first, left to right, over (tree position, first node, width)."""
+        type it lists.
+
+        Walks the subtrees to the right of ``start``'s leaf in order, from that leaf up: a
+        subtree whose largest room on some type is too small holds no fitting node and is
+        skipped whole (to its right neighbour, climbing while it is a right child); one that
+        passes is entered by its left child. With several types a subtree can pass without
+        holding a fitting node (the largest rooms come from different nodes); the walk then
+        simply moves on to the right. The answer is usually near ``start``, so starting from
+        there rather than from the root keeps the walk short.
+        """
+        if start >= self.count:
+            return None
         self._refresh()
         trees = self.trees
-        stack = [(1, 0, self.size)]
-        while stack:
-            position, first, width = stack.pop()
-            if first + width <= start or first >= self.count:
-                continue
-            # A subtree whose largest room on some type is too small holds no fitting node.
+        size = self.size
+        position = size + start
+        while True:
             for type_index, amount in need:
                 if trees[type_index][position] < amount:
                     break
             else:
-                if width == 1:
-                    return first
-                half = width // 2
-                stack.append((2 * position + 1, first + half, half))
-                stack.append((2 * position, first, half))
-        return None
+                if position >= size:
+                    index = position - size
+                    return index if index < self.count else None
+                position *= 2
+                continue
+            while position & 1:
+                position >>= 1
+            if not position:
+                return None
+            position += 1
 
     def take(self, index: int, need: Need) -> None:
-        self._change(index, need, -1)
+        """Less room on node ``index``. Its parent entry goes stale only if the node may have
+        been the larger of the two below it on some type: when its neighbour has at least the
+        node's old room, the parent already holds the neighbour's and keeps it."""
+        leaf = self.size + index
+        trees = self.trees
+        stale = False
+        for type_index, amount in need:
+            tree = trees[type_index]
+            value = tree[leaf]
+            tree[leaf] = value - amount
+            if tree[leaf ^ 1] < value:
+                stale = True
+        if stale:
+            self.stale.add(leaf >> 1)
 
     def give(self, index: int, need: Need) -> None:
         self._change(index, need, 1)
@@ -553,69 +785,6 @@ class _Room:
         for index, need in taken:
             self.give(index, need)
         return placement if complete else None
-
-    def place_after_shrink(
-        self,
-        needs: Sequence[tuple[str, Need]],
-        earlier: Mapping[str, int],
-        shrunk: int,
-        amount: Need,
-    ) -> dict[str, int] | None:
-        """``place(needs)`` -- the placement from scratch -- knowing that ``earlier`` was the
-        placement from scratch before the room of node ``shrunk`` (only) shrank by ``amount``.
-
-        Replays the asks in order, tracking per node how its room differs from the earlier run
-        at the same point ("roomier" nodes have more room on some type). An ask placed on node
-        ``old`` earlier found no room on any node before it; a node whose room is nowhere larger
-        than then still has none, so only the roomier nodes before ``old`` need a look, then
-        ``old`` itself, then -- through the tree -- the nodes after it, which that ask never
-        examined. Usually only a few asks move, so this costs far less than a search per ask.
-        """
-        differences: dict[int, list[int]] = {}
-        roomier: set[int] = set()
-        self._shift(differences, roomier, shrunk, amount, -1)
-        taken: list[tuple[int, Need]] = []
-        placement: dict[str, int] = {}
-        complete = True
-        for ask_id, need in needs:
-            old = earlier[ask_id]
-            index = self._first_fit_from(need, old, roomier)
-            if index is None:
-                complete = False
-                break
-            self.take(index, need)
-            taken.append((index, need))
-            placement[ask_id] = index
-            if index != old:
-                self._shift(differences, roomier, old, need, 1)
-                self._shift(differences, roomier, index, need, -1)
-        for index, need in taken:
-            self.give(index, need)
-        return placement if complete else None
-
-    def _first_fit_from(self, need: Need, old: int, roomier: set[int]) -> int | None:
-        for index in sorted(index for index in roomier if index < old):
-            if self.fits(index, need):
-                return index
-        if self.fits(old, need):
-            return old
-        return self.first_index(need, old + 1)
-
-    def _shift(
-        self,
-        differences: dict[int, list[int]],
-        roomier: set[int],
-        index: int,
-        need: Need,
-        sign: int,
-    ) -> None:
-        difference = differences.setdefault(index, [0] * self.types)
-        for type_index, value in need:
-            difference[type_index] += sign * value
-        if any(value > 0 for value in difference):
-            roomier.add(index)
-        else:
-            roomier.discard(index)
 
     def _change(self, index: int, need: Need, sign: int) -> None:
         leaf = self.size + index
