@@ -44,6 +44,7 @@ from preemption.model import (
     Allocation,
     Ask,
     ClusterState,
+    Explanations,
     Options,
     Outcome,
     Plan,
@@ -227,6 +228,13 @@ def _facts(allocation: Allocation) -> dict[str, Any]:
     }
 
 
+def _reasons(plan: Plan) -> Mapping[str, Reason]:
+    """Candidate -> reason of ``plan`` (the policy's own map when the plan kept it)."""
+    if isinstance(plan.explanations, Explanations):
+        return plan.explanations.reasons
+    return {explanation.candidate: explanation.reason for explanation in plan.explanations}
+
+
 def _unexplained(reason: Reason) -> str:
     """Only for a candidate the replay did not reach (it should reach every one)."""
     return f"reason {reason}"
@@ -384,7 +392,7 @@ def _describe_quota(state: ClusterState, plan: Plan, queue: str, options: Option
     leaves given no share are told why their leaf got none."""
     del options  # the quota policy has no tunables
     hierarchy = state.hierarchy
-    reasons = {explanation.candidate: explanation.reason for explanation in plan.explanations}
+    reasons = _reasons(plan)
     position = {victim: index for index, victim in enumerate(plan.victims, 1)}
     by_leaf: dict[str, list[Allocation]] = {}
     for allocation in state.running:
@@ -552,7 +560,7 @@ def _describe_inter_queue(state: ClusterState, plan: Plan, ask_id: str, options:
     del options
     ask = state.ask(ask_id)
     hierarchy = state.hierarchy
-    reasons = {explanation.candidate: explanation.reason for explanation in plan.explanations}
+    reasons = _reasons(plan)
     fence = hierarchy.fence_root(ask.queue, ask.resources, state.usage)
     types = sorted(name for name, amount in ask.resources.items() if amount > 0)
     notes: Notes = {}
@@ -785,7 +793,7 @@ def _describe_priority(state: ClusterState, plan: Plan, ask_id: str, options: Op
     and after each victim, and why each reprieved task could stay."""
     del options
     ask = state.ask(ask_id)
-    reasons = {explanation.candidate: explanation.reason for explanation in plan.explanations}
+    reasons = _reasons(plan)
     demand = _demand(ask)
     notes: Notes = {}
     chosen = plan.node
@@ -906,7 +914,7 @@ def _describe_required_node(
     victim; ``multiple`` replays the walk with what the node still lacked."""
     ask = state.ask(ask_id)
     node_name = ask.required_node or ""
-    reasons = {explanation.candidate: explanation.reason for explanation in plan.explanations}
+    reasons = _reasons(plan)
     demand = requested_types(ask.resources)
     node = state.nodes_by_name.get(node_name)
     capacity: Mapping[str, int] = node.capacity if node is not None else {}
@@ -1068,7 +1076,7 @@ def _describe_job(state: ClusterState, plan: Plan, subject: str, options: Option
     was kept out because the job's asks would no longer all place."""
     del options
     job = _job(state, _job_id(state, subject))
-    reasons = {explanation.candidate: explanation.reason for explanation in plan.explanations}
+    reasons = _reasons(plan)
     notes: Notes = {}
     if job is None:
         return notes

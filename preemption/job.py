@@ -98,7 +98,7 @@ from preemption.model import (
     explanations_from,
 )
 
-__all__ = ["JobUsage", "admits", "first_fit", "placement_order", "plan_job"]
+__all__ = ["JobUsage", "admits", "first_fit", "placement_order", "plan_job", "reprieve_order_key"]
 
 #: Ask states that still wait to be placed.
 _WAITING_STATES = frozenset({AskState.PENDING, AskState.RESERVED})
@@ -161,7 +161,7 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
         standing = [
             [f - h for f, h in zip(a, b, strict=True)] for a, b in zip(free, held, strict=True)
         ]
-        if _Room(names, standing).place(needs) is not None:
+        if _Room(names, standing, types).place(needs) is not None:
             return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
 
     # SPEC 4.5 "Q's max": Q's own max, not the effective max of its ancestors (judgement call).
@@ -171,7 +171,7 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
     if not admits(found.request, queue.guaranteed, queue.max, found.preemptible, usage):
         return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
 
-    room = _Room(names, free)
+    room = _Room(names, free, types)
     placement = None if needs is None else room.place(needs)
     if needs is None or placement is None:
         # All or nothing (seed 004, story 2): J does not place even with every candidate gone.
@@ -252,7 +252,6 @@ def _reprieve(candidates: Sequence[Allocation], walk: _Reprieve) -> tuple[str, .
     admission still holds (SPEC 4.5); the rest are the victims, in walk order. Admission is
     checked first: it is cheap, and it only changes for candidates of Q's subtree."""
     types = tuple(sorted(walk.job.request))
-    indexed = tuple(enumerate(types))
     put_back = walk.gang.put_back
     in_queue = walk.in_queue
     victims: list[str] = []
@@ -261,9 +260,7 @@ def _reprieve(candidates: Sequence[Allocation], walk: _Reprieve) -> tuple[str, .
         if own and not _admits_with(walk, allocation):
             victims.append(allocation.id)
             continue
-        amounts = allocation.resources
-        need = tuple([(i, v) for i, name in indexed if (v := amounts.get(name, 0)) > 0])
-        if not put_back(allocation.node, need):
+        if not put_back(allocation.node, allocation.resources):
             victims.append(allocation.id)
             continue
         if own:
@@ -312,8 +309,14 @@ def _candidates(
             candidates.append(allocation)
         else:
             reasons[allocation.id] = reason
-    candidates.sort(key=lambda a: (-a.priority, a.created_at, a.id))
+    candidates.sort(key=reprieve_order_key)
     return candidates, reasons
+
+
+def reprieve_order_key(allocation: Allocation) -> tuple[int, datetime, str]:
+    """The reprieve walk's order, most important first (SPEC 4.5): higher priority, then older,
+    then id."""
+    return (-allocation.priority, allocation.created_at, allocation.id)
 
 
 def _static_reason(allocation: Allocation, priority: int) -> Reason | None:
@@ -501,37 +504,53 @@ class _Gang:
         self.load: dict[int, list[int]] = {}
         self._update_load({index for run in self.runs for index in run.nodes})
 
-    def put_back(self, node: str, need: Need) -> bool:
-        """Take ``need`` from ``node``'s room if J still places from scratch (True), else leave
-        everything as it was (False).
+    def put_back(self, node: str, amounts: Mapping[str, int]) -> bool:
+        """Take an allocation of ``amounts`` on ``node`` from the room if J still places from
+        scratch (True), else leave everything as it was (False).
 
         Only a node the placement uses can change it: first fit passed over every other node
         for lack of room, and less room there changes nothing. Nor does it change when the
         node's room, less what J's asks take there, still covers the allocation on every type
         those asks request: each of them still fits where it was. An allocation on a node that
         is not schedulable, or that takes none of J's types, does not touch the room at all.
+        This runs once per candidate, so it does the room's ``take`` itself.
         """
         room = self.room
         index = room.index.get(node)
-        if index is None or not need:
+        if index is None:
             return True
-        room.take(index, need)
+        trees = room.trees
+        leaf = room.size + index
+        need: list[tuple[int, int]] = []
+        stale = False
+        for type_index, name in room.kinds:
+            amount = amounts.get(name, 0)
+            if amount > 0:
+                tree = trees[type_index]
+                value = tree[leaf]
+                tree[leaf] = value - amount
+                if tree[leaf ^ 1] < value:
+                    stale = True
+                need.append((type_index, amount))
+        if stale:
+            room.stale.add(leaf >> 1)
         load = self.load.get(index)
-        if load is None or room.still_holds(index, need, load):
+        if load is None:
             return True
-        replayed = self.replay(index)
-        if replayed is None:
-            room.give(index, need)
+        for type_index, _ in need:
+            if load[type_index] and trees[type_index][leaf] < load[type_index]:
+                break
+        else:
+            return True
+        if not self.replay(index):
+            room.give(index, tuple(need))
             return False
-        self.runs, changed = replayed
-        self._update_load(changed)
         return True
 
-    def replay(self, shrunk: int) -> tuple[list[_Run], set[int]] | None:
-        """The placement from scratch -- first fit of every ask in order -- knowing that the
-        current runs were the placement from scratch before the room of node ``shrunk`` (only)
-        shrank. Returns the new runs and the nodes where J's load changed, or None when some ask
-        no longer places.
+    def replay(self, shrunk: int) -> bool:
+        """Make the placement the one from scratch -- first fit of every ask in order --
+        knowing that the current runs were the placement from scratch before the room of node
+        ``shrunk`` (only) shrank. False (and nothing changed) when some ask no longer places.
 
         ``changed`` holds the nodes whose room, when the next run starts, may differ from what
         it was then in the earlier placement: ``shrunk``, and every node where an earlier run
@@ -554,43 +573,50 @@ class _Gang:
                 continue
             if events[-1] != last:
                 events.append(last)
-            placed = self._place_run(run, events, runs)
+            placed = self._place_run(run, events, runs, changed)
             if placed is None:
-                return None
-            if placed.where == run.where:
-                runs.append(run)
-                continue
-            changed.update(index for index, _ in run.where.items() ^ placed.where.items())
+                return False
             runs.append(placed)
-        return runs, changed
+        self.runs = runs
+        self._update_load(changed)
+        return True
 
-    def _place_run(self, run: _Run, events: list[int], earlier: list[_Run]) -> _Run | None:
+    def _place_run(
+        self, run: _Run, events: list[int], earlier: list[_Run], changed: set[int]
+    ) -> _Run | None:
         """``run`` placed afresh after the ``earlier`` runs (already placed afresh), where only
         the nodes in ``events`` (ascending, ending with the run's last node) may hold a
-        different number of its asks than before."""
-        nodes, counts, cumulative = run.nodes, run.counts, run.cumulative
+        different number of its asks than before; the nodes where it does are added to
+        ``changed``. The run itself when nothing changed, None when it does not place."""
+        nodes, counts, cumulative, where = run.nodes, run.counts, run.cumulative, run.where
         remaining = len(run.ids)
         new_nodes: list[int] = []
         new_counts: list[int] = []
+        moved = False
         start = 0  # the first of the run's nodes not dealt with yet
         for event in events:
             stop = bisect_left(nodes, event, start)
             if stop > start:
                 # Nodes start..stop-1 of the run come before the event and did not change.
                 base = cumulative[start - 1] if start else 0
-                if remaining >= cumulative[stop - 1] - base:
-                    new_nodes += nodes[start:stop]
-                    new_counts += counts[start:stop]
-                    remaining -= cumulative[stop - 1] - base
-                else:
+                block = cumulative[stop - 1] - base
+                if remaining < block:
+                    # The run now ends inside the stretch, at node ``end``.
                     end = bisect_left(cumulative, base + remaining, start, stop)
                     new_nodes += nodes[start:end]
                     new_counts += counts[start:end]
+                    held = base + remaining - (cumulative[end - 1] if end > start else base)
                     new_nodes.append(nodes[end])
-                    new_counts.append(
-                        base + remaining - (cumulative[end - 1] if end > start else base)
-                    )
+                    new_counts.append(held)
+                    if held != counts[end]:
+                        changed.add(nodes[end])
+                        moved = True
+                    start = end + 1
                     remaining = 0
+                    break
+                new_nodes += nodes[start:stop]
+                new_counts += counts[start:stop]
+                remaining -= block
             start = stop
             if not remaining:
                 break
@@ -599,8 +625,17 @@ class _Gang:
                 new_nodes.append(event)
                 new_counts.append(held)
                 remaining -= held
+            if held != where.get(event, 0):
+                changed.add(event)
+                moved = True
             if start < len(nodes) and nodes[start] == event:
                 start += 1
+            if not remaining:
+                break
+        if start < len(nodes):
+            # The run now ends before its old last node: the nodes after hold none of it.
+            changed.update(nodes[start:])
+            moved = True
         after = nodes[-1] + 1
         while remaining:
             index = self.room.first_index(run.need, after)
@@ -611,7 +646,11 @@ class _Gang:
                 new_nodes.append(index)
                 new_counts.append(held)
                 remaining -= held
+                changed.add(index)
+                moved = True
             after = index + 1
+        if not moved:
+            return run
         return _Run(run.need, run.amounts, run.ids, new_nodes, new_counts)
 
     def _holds(self, index: int, run: _Run, earlier: list[_Run], remaining: int) -> int:
@@ -667,7 +706,9 @@ class _Room:
     the many small changes of a reprieve walk cost one pass over the changed paths.
     """
 
-    def __init__(self, names: list[str], rooms: list[list[int]]) -> None:
+    def __init__(
+        self, names: list[str], rooms: list[list[int]], types: tuple[str, ...] = ()
+    ) -> None:
         self.names = names
         self.index = {name: index for index, name in enumerate(names)}
         self.count = len(names)
@@ -683,6 +724,8 @@ class _Room:
                 tree[position] = max(tree[2 * position], tree[2 * position + 1])
             self.trees.append(tree)
         self.stale: set[int] = set()
+        #: (type index, type name) of the types the trees hold, in ``rooms`` order.
+        self.kinds = tuple(enumerate(types))
 
     @classmethod
     def build(
@@ -699,7 +742,7 @@ class _Room:
                 continue
             for type_index, name in enumerate(types):
                 rooms[type_index][position] -= allocation.resources.get(name, 0)
-        return cls(names, rooms)
+        return cls(names, rooms, types)
 
     def fits(self, index: int, need: Need) -> bool:
         """Whether node ``index`` has room for ``need`` on every type it lists."""
