@@ -106,6 +106,9 @@ _WAITING_STATES = frozenset({AskState.PENDING, AskState.RESERVED})
 #: Room of a padding leaf of ``_Room``'s trees: below any positive need.
 _NO_NODE = -1
 
+#: How many nodes ``_Room.first_index`` looks at one by one before it searches the trees.
+_PROBE = 4
+
 #: What an ask or an allocation takes on the job's types: (type index, positive amount) pairs.
 Need = tuple[tuple[int, int], ...]
 
@@ -149,29 +152,28 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
     # SPEC 4.5 trigger: one ask that may not preempt keeps the whole gang from preempting.
     if any(ask.preemption_policy == PreemptionPolicy.NEVER for ask in found.asks):
         return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
-    candidates, reasons = _candidates(state.running, found.priority)
+    candidates, kept, reasons = _candidates(state.running, found.priority)
     types = tuple(sorted(found.request))
     order = placement_order(found.asks, state.nodes)
     needs = None if order is None else _needs(order, types)
-    removed = {a.id for a in candidates}
     # One pass over the running allocations gives both rooms: with every candidate gone, and
     # as the cluster stands (the candidates' share taken as well).
-    names, free, held = _rooms(state.nodes, state.running, removed, types)
+    names, free, held, moves = _rooms(state.nodes, kept, candidates, types)
     if needs is not None:
         standing = [
             [f - h for f, h in zip(a, b, strict=True)] for a, b in zip(free, held, strict=True)
         ]
-        if _Room(names, standing, types).place(needs) is not None:
+        if _Room(names, standing).place(needs) is not None:
             return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
 
     # SPEC 4.5 "Q's max": Q's own max, not the effective max of its ancestors (judgement call).
     queue = state.hierarchy.queues[found.queue]
     in_queue = _in_queue(state, found.queue)
-    usage = _usage_without(state.running, in_queue, removed, types)
+    usage = _usage_without(kept, in_queue, set(), types)
     if not admits(found.request, queue.guaranteed, queue.max, found.preemptible, usage):
         return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
 
-    room = _Room(names, free, types)
+    room = _Room(names, free)
     placement = None if needs is None else room.place(needs)
     if needs is None or placement is None:
         # All or nothing (seed 004, story 2): J does not place even with every candidate gone.
@@ -184,11 +186,9 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
 
     gang = _Gang(room, needs, placement)
     walk = _Reprieve(found, queue.guaranteed, queue.max, in_queue, usage, gang)
-    victims = _reprieve(candidates, walk)
-    for allocation in candidates:
-        reasons[allocation.id] = Reason.NOT_NEEDED_AFTER_REPRIEVE
-    for victim in victims:
-        reasons[victim] = Reason.VICTIM
+    victims = _reprieve(candidates, moves, walk)
+    reasons.update(dict.fromkeys([a.id for a in candidates], Reason.NOT_NEEDED_AFTER_REPRIEVE))
+    reasons.update(dict.fromkeys(victims, Reason.VICTIM))
     return Plan(
         PolicyName.JOB,
         Outcome.COMPLETE,
@@ -212,27 +212,41 @@ def _in_queue(state: ClusterState, queue: str) -> set[str]:
 
 
 def _rooms(
-    nodes: Sequence[Node], running: Iterable[Allocation], removed: set[str], types: tuple[str, ...]
-) -> tuple[list[str], list[list[int]], list[list[int]]]:
-    """The schedulable nodes by name; per type, their room with the ``removed`` allocations gone
-    (capacity, a missing type 0, minus the others); and per type what the removed ones hold."""
+    nodes: Sequence[Node],
+    kept: Iterable[Allocation],
+    candidates: Iterable[Allocation],
+    types: tuple[str, ...],
+) -> tuple[list[str], list[list[int]], list[list[int]], list[tuple[int, Need]]]:
+    """The schedulable nodes by name; per type, their room with every candidate gone (capacity,
+    a missing type 0, minus the ``kept`` allocations) and what the candidates hold there; and
+    for each candidate, in order, its node's index (-1 when not schedulable) and its need."""
     schedulable = sorted((node for node in nodes if node.schedulable), key=lambda n: n.name)
     names = [node.name for node in schedulable]
     free = [[node.capacity.get(name, 0) for node in schedulable] for name in types]
     held = [[0] * len(names) for _ in types]
     index = {name: position for position, name in enumerate(names)}
-    for allocation in running:
+    kinds = tuple(enumerate(types))
+    for allocation in kept:
+        position = index.get(allocation.node)
+        if position is not None:
+            amounts = allocation.resources
+            for type_index, name in kinds:
+                free[type_index][position] -= amounts.get(name, 0)
+    moves: list[tuple[int, Need]] = []
+    for allocation in candidates:
         position = index.get(allocation.node)
         if position is None:
+            moves.append((-1, ()))
             continue
         amounts = allocation.resources
-        if allocation.id in removed:
-            for type_index, name in enumerate(types):
-                held[type_index][position] += amounts.get(name, 0)
-        else:
-            for type_index, name in enumerate(types):
-                free[type_index][position] -= amounts.get(name, 0)
-    return names, free, held
+        need = []
+        for type_index, name in kinds:
+            amount = amounts.get(name, 0)
+            held[type_index][position] += amount
+            if amount > 0:
+                need.append((type_index, amount))
+        moves.append((position, tuple(need)))
+    return names, free, held, moves
 
 
 @dataclass(frozen=True)
@@ -247,20 +261,23 @@ class _Reprieve:
     gang: _Gang
 
 
-def _reprieve(candidates: Sequence[Allocation], walk: _Reprieve) -> tuple[str, ...]:
+def _reprieve(
+    candidates: Sequence[Allocation], moves: Sequence[tuple[int, Need]], walk: _Reprieve
+) -> tuple[str, ...]:
     """Put candidates back, most important first, while J still places from scratch and
     admission still holds (SPEC 4.5); the rest are the victims, in walk order. Admission is
-    checked first: it is cheap, and it only changes for candidates of Q's subtree."""
+    checked first: it is cheap, and it only changes for candidates of Q's subtree. ``moves``
+    gives each candidate's node index and need (``_rooms``)."""
     types = tuple(sorted(walk.job.request))
     put_back = walk.gang.put_back
     in_queue = walk.in_queue
     victims: list[str] = []
-    for allocation in candidates:
+    for allocation, (index, need) in zip(candidates, moves, strict=True):
         own = allocation.id in in_queue
         if own and not _admits_with(walk, allocation):
             victims.append(allocation.id)
             continue
-        if not put_back(allocation.node, allocation.resources):
+        if not put_back(index, need):
             victims.append(allocation.id)
             continue
         if own:
@@ -298,34 +315,30 @@ def _job(state: ClusterState, job: str) -> _Job | None:
 
 def _candidates(
     running: Sequence[Allocation], priority: int
-) -> tuple[list[Allocation], dict[str, Reason]]:
-    """The candidates, most important first (SPEC 4.5: higher priority, then older, then id),
-    and the static reason of every other running allocation."""
+) -> tuple[list[Allocation], list[Allocation], dict[str, Reason]]:
+    """The candidates, most important first (SPEC 4.5: higher priority, then older, then id);
+    the other running allocations; and the static reason of each of those."""
     reasons: dict[str, Reason] = {}
     candidates: list[Allocation] = []
+    kept: list[Allocation] = []
     for allocation in running:
-        reason = _static_reason(allocation, priority)
-        if reason is None:
-            candidates.append(allocation)
+        # The candidate rules of SPEC 4.5, in the order listed there.
+        if not allocation.allow_preemption:
+            kept.append(allocation)
+            reasons[allocation.id] = Reason.LAW1_OPTED_OUT
+        elif allocation.priority >= priority:
+            kept.append(allocation)
+            reasons[allocation.id] = Reason.LAW6_HIGHER_PRIORITY
         else:
-            reasons[allocation.id] = reason
+            candidates.append(allocation)
     candidates.sort(key=reprieve_order_key)
-    return candidates, reasons
+    return candidates, kept, reasons
 
 
 def reprieve_order_key(allocation: Allocation) -> tuple[int, datetime, str]:
     """The reprieve walk's order, most important first (SPEC 4.5): higher priority, then older,
     then id."""
     return (-allocation.priority, allocation.created_at, allocation.id)
-
-
-def _static_reason(allocation: Allocation, priority: int) -> Reason | None:
-    """The first candidate rule of SPEC 4.5 the allocation fails, in the order listed there."""
-    if not allocation.allow_preemption:
-        return Reason.LAW1_OPTED_OUT
-    if allocation.priority >= priority:
-        return Reason.LAW6_HIGHER_PRIORITY
-    return None
 
 
 def _add(total: dict[str, int], amounts: Mapping[str, int]) -> None:
@@ -408,20 +421,24 @@ def placement_order(asks: Sequence[Ask], nodes: Sequence[Node]) -> list[Ask] | N
     amount of, capacity summed over the schedulable nodes (exact fractions). A requested type
     with no capacity at all makes the ask unplaceable, whatever is preempted.
     """
-    capacity: dict[str, int] = {}
-    for node in nodes:
-        if node.schedulable:
-            _add(capacity, node.capacity)
+    schedulable = [node.capacity for node in nodes if node.schedulable]
+    requested = {name for ask in asks for name, amount in ask.resources.items() if amount > 0}
+    capacity = {name: sum(room.get(name, 0) for room in schedulable) for name in requested}
     sized: list[tuple[Fraction, str, Ask]] = []
+    sizes: dict[frozenset[tuple[str, int]], Fraction] = {}  # a gang's asks are mostly alike
     for ask in asks:
-        size = Fraction(0)
-        for name, amount in ask.resources.items():
-            if amount <= 0:
-                continue
-            total = capacity.get(name, 0)
-            if total <= 0:
-                return None
-            size += Fraction(amount, total)
+        shape = frozenset(ask.resources.items())
+        size = sizes.get(shape)
+        if size is None:
+            size = Fraction(0)
+            for name, amount in ask.resources.items():
+                if amount <= 0:
+                    continue
+                total = capacity.get(name, 0)
+                if total <= 0:
+                    return None
+                size += Fraction(amount, total)
+            sizes[shape] = size
         sized.append((-size, ask.id, ask))
     sized.sort(key=lambda entry: (entry[0], entry[1]))
     return [ask for _, _, ask in sized]
@@ -464,7 +481,7 @@ class _Run:
     as it holds. That is what lets ``_Gang.replay`` skip every node whose room did not change.
     """
 
-    __slots__ = ("amounts", "counts", "cumulative", "ids", "need", "nodes", "where")
+    __slots__ = ("amounts", "counts", "ids", "need", "nodes", "where")
 
     def __init__(
         self, need: Need, amounts: list[int], ids: list[str], nodes: list[int], counts: list[int]
@@ -474,7 +491,6 @@ class _Run:
         self.ids = ids
         self.nodes = nodes
         self.counts = counts
-        self.cumulative = list(accumulate(counts))
         self.where = dict(zip(nodes, counts, strict=True))
 
 
@@ -504,9 +520,9 @@ class _Gang:
         self.load: dict[int, list[int]] = {}
         self._update_load({index for run in self.runs for index in run.nodes})
 
-    def put_back(self, node: str, amounts: Mapping[str, int]) -> bool:
-        """Take an allocation of ``amounts`` on ``node`` from the room if J still places from
-        scratch (True), else leave everything as it was (False).
+    def put_back(self, index: int, need: Need) -> bool:
+        """Take ``need`` from node ``index``'s room (-1: a node that is not schedulable) if J
+        still places from scratch (True), else leave everything as it was (False).
 
         Only a node the placement uses can change it: first fit passed over every other node
         for lack of room, and less room there changes nothing. Nor does it change when the
@@ -515,23 +531,18 @@ class _Gang:
         is not schedulable, or that takes none of J's types, does not touch the room at all.
         This runs once per candidate, so it does the room's ``take`` itself.
         """
-        room = self.room
-        index = room.index.get(node)
-        if index is None:
+        if index < 0 or not need:
             return True
+        room = self.room
         trees = room.trees
         leaf = room.size + index
-        need: list[tuple[int, int]] = []
         stale = False
-        for type_index, name in room.kinds:
-            amount = amounts.get(name, 0)
-            if amount > 0:
-                tree = trees[type_index]
-                value = tree[leaf]
-                tree[leaf] = value - amount
-                if tree[leaf ^ 1] < value:
-                    stale = True
-                need.append((type_index, amount))
+        for type_index, amount in need:
+            tree = trees[type_index]
+            value = tree[leaf]
+            tree[leaf] = value - amount
+            if tree[leaf ^ 1] < value:
+                stale = True
         if stale:
             room.stale.add(leaf >> 1)
         load = self.load.get(index)
@@ -542,9 +553,59 @@ class _Gang:
                 break
         else:
             return True
-        if not self.replay(index):
-            room.give(index, tuple(need))
+        placed = self._replay_one_run(index) if len(self.runs) == 1 else self.replay(index)
+        if not placed:
+            room.give(index, need)
             return False
+        return True
+
+    def _replay_one_run(self, shrunk: int) -> bool:
+        """``replay`` for a gang of equal asks (one run), in place: node ``shrunk`` of the run
+        now holds fewer of its asks; the nodes before and after it up to the last are full and
+        unchanged, so the asks it lost go on the last node as far as it has room, then on the
+        next nodes with room. False (and nothing changed) when they do not all place."""
+        run = self.runs[0]
+        nodes, counts = run.nodes, run.counts
+        at = bisect_left(nodes, shrunk)
+        held = self._holds(shrunk, run, [], counts[at])
+        lost = counts[at] - held
+        last = nodes[-1]
+        spare = 0 if last == shrunk else self._holds(last, run, [], counts[-1] + lost) - counts[-1]
+        remaining = lost - spare
+        tail: list[tuple[int, int]] = []
+        after = last + 1
+        while remaining:
+            index = self.room.first_index(run.need, after)
+            if index is None:
+                return False
+            count = self._holds(index, run, [], remaining)
+            if count:
+                tail.append((index, count))
+                remaining -= count
+            after = index + 1
+        changed = [shrunk]
+        if spare:
+            counts[-1] += spare
+            run.where[last] += spare
+            changed.append(last)
+        if held:
+            counts[at] = held
+            run.where[shrunk] = held
+        else:
+            del nodes[at], counts[at]
+            del run.where[shrunk]
+        for index, count in tail:
+            nodes.append(index)
+            counts.append(count)
+            run.where[index] = count
+            changed.append(index)
+        load = self.load
+        for index in changed:
+            count = run.where.get(index)
+            if count:
+                load[index] = [count * amount for amount in run.amounts]
+            else:
+                del load[index]
         return True
 
     def replay(self, shrunk: int) -> bool:
@@ -588,7 +649,8 @@ class _Gang:
         the nodes in ``events`` (ascending, ending with the run's last node) may hold a
         different number of its asks than before; the nodes where it does are added to
         ``changed``. The run itself when nothing changed, None when it does not place."""
-        nodes, counts, cumulative, where = run.nodes, run.counts, run.cumulative, run.where
+        nodes, counts, where = run.nodes, run.counts, run.where
+        cumulative = list(accumulate(counts))
         remaining = len(run.ids)
         new_nodes: list[int] = []
         new_counts: list[int] = []
@@ -706,9 +768,7 @@ class _Room:
     the many small changes of a reprieve walk cost one pass over the changed paths.
     """
 
-    def __init__(
-        self, names: list[str], rooms: list[list[int]], types: tuple[str, ...] = ()
-    ) -> None:
+    def __init__(self, names: list[str], rooms: list[list[int]]) -> None:
         self.names = names
         self.index = {name: index for index, name in enumerate(names)}
         self.count = len(names)
@@ -724,8 +784,6 @@ class _Room:
                 tree[position] = max(tree[2 * position], tree[2 * position + 1])
             self.trees.append(tree)
         self.stale: set[int] = set()
-        #: (type index, type name) of the types the trees hold, in ``rooms`` order.
-        self.kinds = tuple(enumerate(types))
 
     @classmethod
     def build(
@@ -742,21 +800,12 @@ class _Room:
                 continue
             for type_index, name in enumerate(types):
                 rooms[type_index][position] -= allocation.resources.get(name, 0)
-        return cls(names, rooms, types)
+        return cls(names, rooms)
 
     def fits(self, index: int, need: Need) -> bool:
         """Whether node ``index`` has room for ``need`` on every type it lists."""
         leaf = self.size + index
         return all(self.trees[type_index][leaf] >= amount for type_index, amount in need)
-
-    def still_holds(self, index: int, need: Need, load: list[int]) -> bool:
-        """Whether node ``index``, which ``need`` was just taken from, still has room left over
-        after ``load`` on the types of ``need`` that the load uses."""
-        leaf = self.size + index
-        return all(
-            load[type_index] == 0 or self.trees[type_index][leaf] >= load[type_index]
-            for type_index, _ in need
-        )
 
     def first_index(self, need: Need, start: int = 0) -> int | None:
         """The first node (by name) from index ``start`` on whose room holds ``need`` on every
@@ -772,9 +821,20 @@ class _Room:
         """
         if start >= self.count:
             return None
-        self._refresh()
         trees = self.trees
         size = self.size
+        # The next few nodes first: leaves are always current, so no refresh is needed for
+        # them, and the answer is often right there.
+        for index in range(start, min(start + _PROBE, self.count)):
+            for type_index, amount in need:
+                if trees[type_index][size + index] < amount:
+                    break
+            else:
+                return index
+        start += _PROBE
+        if start >= self.count:
+            return None
+        self._refresh()
         position = size + start
         while True:
             for type_index, amount in need:

@@ -52,15 +52,19 @@ def rows(context: object = None) -> Iterator[Row]:
 def paired(
     figure: Callable[[], object], baseline: Callable[[], object], runs: int = RUNS
 ) -> tuple[float, float]:
-    """Median seconds of ``figure`` and of ``baseline``, timed in turn after one warm-up each."""
+    """Median CPU seconds of ``figure`` and of ``baseline``, timed in turn after one warm-up
+    each. CPU time of this process, not wall time: both are pure single-threaded computation,
+    and on a machine shared with other busy processes the wall time of the longer one counts
+    more of the other processes' turns on the core (a 1 ms sort mostly runs within one turn, a
+    20 ms plan rarely does), which skews the ratio."""
     figure()
     baseline()
     times: tuple[list[float], list[float]] = ([], [])
     for _ in range(runs):
         for call, into in ((figure, times[0]), (baseline, times[1])):
-            start = time.perf_counter()
+            start = time.process_time()
             call()
-            into.append(time.perf_counter() - start)
+            into.append(time.process_time() - start)
     return statistics.median(times[0]), statistics.median(times[1])
 
 
