@@ -249,12 +249,22 @@ class Explanations(Sequence[Explanation]):
     def __init__(self, reasons: Mapping[str, Reason], victims: Iterable[str] = ()) -> None:
         self._reasons = reasons
         self._accepted = frozenset(victim for victim in victims if victim in reasons)
-        self._ids: list[str] | None = None
+        self._ids: tuple[str, ...] | None = None
 
     @property
     def reasons(self) -> Mapping[str, Reason]:
         """Candidate -> reason, read-only (in the policy's order, not sorted)."""
         return MappingProxyType(self._reasons)
+
+    @property
+    def accepted(self) -> frozenset[str]:
+        """The accepted candidates (the plan's victims)."""
+        return self._accepted
+
+    @property
+    def candidates(self) -> tuple[str, ...]:
+        """Every explained candidate, sorted by id."""
+        return self._sorted()
 
     def get(self, candidate: str) -> Explanation | None:
         reason = self._reasons.get(candidate)
@@ -262,9 +272,9 @@ class Explanations(Sequence[Explanation]):
             return None
         return Explanation(candidate, candidate in self._accepted, reason)
 
-    def _sorted(self) -> list[str]:
+    def _sorted(self) -> tuple[str, ...]:
         if self._ids is None:
-            self._ids = sorted(self._reasons)
+            self._ids = tuple(sorted(self._reasons))
         return self._ids
 
     def __len__(self) -> int:
