@@ -438,13 +438,20 @@ def _broken_guarantee(
 # --------------------------------------------------------------------------------------------
 
 
-def _quota_key(allocation: Allocation) -> str:
-    """The values of the quota order's key (``quota.victim_order_key``)."""
+def _quota_key(allocation: Allocation, stamps: dict[datetime, str] | None = None) -> str:
+    """The values of the quota order's key (``quota.victim_order_key``). ``stamps`` remembers
+    the times already written (tasks are often created in the same second)."""
+    created = allocation.created_at
+    stamp = None if stamps is None else stamps.get(created)
+    if stamp is None:
+        stamp = when(created)
+        if stamps is not None:
+            stamps[created] = stamp
     return (
         f"{'originator' if allocation.originator else 'non-originator'}, "
         f"priority {allocation.priority}, "
         f"{'preemption allowed' if allocation.allow_preemption else 'opted out of preemption'}, "
-        f"created {when(allocation.created_at)}"
+        f"created {stamp}"
     )
 
 
@@ -463,6 +470,7 @@ def _describe_quota(state: ClusterState, plan: Plan, queue: str, options: Option
 
     notes: Notes = {}
     removed: dict[str, dict[str, int]] = {}  # per queue: what the plan's victims take from it
+    stamps: dict[datetime, str] = {}
     for leaf in sorted(plan.targets):
         target = plan.targets[leaf]
         wanted = [kind for kind, amount in target.items() if amount > 0]
@@ -497,7 +505,7 @@ def _describe_quota(state: ClusterState, plan: Plan, queue: str, options: Option
         in_order = f" in the order of {leaf}: "
         met = ""  # "target already met ..." once the target is met
         for rank, allocation in enumerate(walk, 1):
-            place = f"{ordinal(rank)}{in_order}{_quota_key(allocation)}"
+            place = f"{ordinal(rank)}{in_order}{_quota_key(allocation, stamps)}"
             reason = reasons[allocation.id]
             if reason == Reason.VICTIM:
                 _subtract_into(remaining, allocation.resources)

@@ -4,7 +4,8 @@ rows "job plan, 64-pod gang" and "garbage collection").
 The section ignores the scratch database: like ``python -m preemption.bench`` it builds its
 clusters in memory (the same builders, the same seeds), so the figures are those of the engine
 alone. Each figure is paired with a baseline measured in the same process, the two taken in
-turn so that a busy machine slows both alike:
+turn, both in CPU time of this process (``paired``): on a machine shared with other busy
+processes, wall time would charge the longer of the two with more of their turns on the core.
 
 - a job plan for a 64-pod gang on 500, 1,000 and 2,000 nodes (4 tasks each), against the
   "sort floor": sorting every running allocation by the job policy's walk order, the keys the
@@ -13,7 +14,8 @@ turn so that a busy machine slows both alike:
   garbage collector on, against the same plan with ``gc.disable()`` (the ratio is what the
   collector adds; the note gives the share of wall time spent in it);
 - the explanation of the 100,000-candidate quota plan (``preemption.explain``, what a run or a
-  preview stores and shows), against the plan itself.
+  preview stores and shows), against the plan itself (the issue gives no bound; it was 4-6x
+  the plan before issue 14, the row asks for at most 3x).
 
 ``python -m scheduler_admin.bench.engine`` runs the section alone, without a database.
 """
@@ -93,31 +95,31 @@ def _gc_row(name: str, build: Callable[..., bench.Workload], size: int) -> Row:
     with_gc: list[float] = []
     spent: list[float] = []
     without: list[float] = []
-    for _ in range(5):
+    for _ in range(7):
         gc.collect()
         with gc_time() as collected:
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             plan()
-            with_gc.append(time.perf_counter() - start)
-        spent.append(collected[0])
+            with_gc.append(time.process_time() - cpu)
+            wall = time.perf_counter() - start
+        spent.append(collected[0] / wall)
         gc.collect()
         gc.disable()
         try:
-            start = time.perf_counter()
+            cpu = time.process_time()
             plan()
-            without.append(time.perf_counter() - start)
+            without.append(time.process_time() - cpu)
         finally:
             gc.enable()
-    wall = statistics.median(with_gc)
-    share = statistics.median(s / w for s, w in zip(spent, with_gc, strict=True))
+    share = statistics.median(spent)
     return Row(
         f"{name}: with the collector",
-        wall * 1000,
+        statistics.median(with_gc) * 1000,
         "ms",
         baseline=statistics.median(without) * 1000,
         baseline_name="the same plan with gc.disable()",
         ratio_goal=1.15,
-        note=f"{share:.1%} of the wall time in the collector (median of 5)",
+        note=f"{share:.1%} of the wall time in the collector (median of 7; figures in CPU time)",
     )
 
 
@@ -135,7 +137,7 @@ def _explain_row() -> Row:
         "ms",
         baseline=planned * 1000,
         baseline_name="making the plan",
-        ratio_goal=2,
+        ratio_goal=3,
         note=f"{len(plan.explanations):,} records",
     )
 
