@@ -805,11 +805,6 @@ class _Room:
                 rooms[type_index][position] -= allocation.resources.get(name, 0)
         return cls(names, rooms)
 
-    def fits(self, index: int, need: Need) -> bool:
-        """Whether node ``index`` has room for ``need`` on every type it lists."""
-        leaf = self.size + index
-        return all(self.trees[type_index][leaf] >= amount for type_index, amount in need)
-
     def first_index(self, need: Need, start: int = 0) -> int | None:
         """The first node (by name) from index ``start`` on whose room holds ``need`` on every
         type it lists.
