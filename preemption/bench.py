@@ -30,6 +30,7 @@ from preemption.policies import (
     plan_priority,
     plan_quota_change,
     plan_required_node,
+    with_new_max,
 )
 
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -37,11 +38,26 @@ GIB = 1024**3
 
 
 @dataclass(frozen=True)
+class Workload:
+    """One synthetic cluster and the plan to make on it.
+
+    ``planned_on`` is the state the plan is made on (for a quota change: the state with the new
+    max, which ``preemption.explain`` must be given), ``subject`` the plan's subject (the queue,
+    ask or job), ``plan`` makes the plan.
+    """
+
+    state: ClusterState
+    planned_on: ClusterState
+    subject: str
+    plan: Callable[[], Plan]
+
+
+@dataclass(frozen=True)
 class Case:
     name: str
     base: int
     unit: str
-    build: Callable[[int, random.Random], Callable[[], Plan]]
+    build: Callable[[int, random.Random], Workload]
 
 
 def _config(
@@ -80,7 +96,7 @@ def _allocation(
     )
 
 
-def build_quota(n: int, rng: random.Random) -> Callable[[], Plan]:
+def build_quota(n: int, rng: random.Random) -> Workload:
     config = _config(1000, guaranteed=True)
     nodes = tuple(Node(f"n{i:04d}", {"vcore": 64_000, "memory": 512 * GIB}) for i in range(2000))
     leaves = [q.path for q in config.queues if q.path.startswith("root.tenant.")]
@@ -90,10 +106,15 @@ def build_quota(n: int, rng: random.Random) -> Callable[[], Plan]:
     state = ClusterState(config=config, nodes=nodes, allocations=allocations)
     usage = state.usage["root.tenant"]
     new_max = {kind: amount * 6 // 10 for kind, amount in usage.items()}
-    return lambda: plan_quota_change(state, "root.tenant", new_max, NOW)
+    return Workload(
+        state,
+        with_new_max(state, "root.tenant", new_max),
+        "root.tenant",
+        lambda: plan_quota_change(state, "root.tenant", new_max, NOW),
+    )
 
 
-def build_inter_queue(n: int, rng: random.Random) -> Callable[[], Plan]:
+def build_inter_queue(n: int, rng: random.Random) -> Workload:
     config = _config(50, guaranteed=False)
     names = [f"n{i:04d}" for i in range(2000)]
     other = [q.path for q in config.queues if q.path.startswith("root.tenant.")]
@@ -107,10 +128,10 @@ def build_inter_queue(n: int, rng: random.Random) -> Callable[[], Plan]:
     ask = Ask("ask", "newcomer", "root.other", {"vcore": 2000, "memory": 4 * GIB}, priority=5,
               created_at=NOW - timedelta(hours=1))  # fmt: skip
     state = ClusterState(config=config, nodes=nodes, allocations=allocations, asks=(ask,))
-    return lambda: plan_inter_queue(state, "ask", NOW, Options())
+    return Workload(state, state, "ask", lambda: plan_inter_queue(state, "ask", NOW, Options()))
 
 
-def build_required_node(n: int, rng: random.Random) -> Callable[[], Plan]:
+def build_required_node(n: int, rng: random.Random) -> Workload:
     config = _config(20, guaranteed=False)
     capacity = {"vcore": n * 1000, "memory": n * 2 * GIB}
     nodes = (Node("target", capacity), Node("spare", capacity))
@@ -125,10 +146,10 @@ def build_required_node(n: int, rng: random.Random) -> Callable[[], Plan]:
     ask = Ask("ds", "daemonset", "root.other", {"vcore": 3500, "memory": 6 * GIB}, priority=50,
               required_node="target", created_at=NOW - timedelta(minutes=5))  # fmt: skip
     state = ClusterState(config=config, nodes=nodes, allocations=allocations, asks=(ask,))
-    return lambda: plan_required_node(state, "ds", NOW, Options())
+    return Workload(state, state, "ds", lambda: plan_required_node(state, "ds", NOW, Options()))
 
 
-def build_priority(n: int, rng: random.Random) -> Callable[[], Plan]:
+def build_priority(n: int, rng: random.Random) -> Workload:
     config = _config(50, guaranteed=False)
     nodes = tuple(Node(f"n{i:05d}", {"vcore": 50_000, "memory": 100 * GIB}) for i in range(n))
     leaves = [q.path for q in config.queues if q.path.startswith("root.tenant.")]
@@ -141,10 +162,10 @@ def build_priority(n: int, rng: random.Random) -> Callable[[], Plan]:
     ask = Ask("urgent", "urgent", "root.other", {"vcore": 3000, "memory": 6 * GIB}, priority=10,
               created_at=NOW - timedelta(minutes=1))  # fmt: skip
     state = ClusterState(config=config, nodes=nodes, allocations=allocations, asks=(ask,))
-    return lambda: plan_priority(state, "urgent", NOW, Options())
+    return Workload(state, state, "urgent", lambda: plan_priority(state, "urgent", NOW, Options()))
 
 
-def build_job(n: int, rng: random.Random) -> Callable[[], Plan]:
+def build_job(n: int, rng: random.Random) -> Workload:
     config = _config(10, guaranteed=False)
     nodes = tuple(Node(f"n{i:04d}", {"nvidia.com/gpu": 8, "vcore": 64_000}) for i in range(n))
     leaves = [q.path for q in config.queues if q.path.startswith("root.tenant.")]
@@ -160,7 +181,7 @@ def build_job(n: int, rng: random.Random) -> Callable[[], Plan]:
         for i in range(64)
     )  # fmt: skip
     state = ClusterState(config=config, nodes=nodes, allocations=allocations, asks=asks)
-    return lambda: plan_job(state, "gang", NOW, Options())
+    return Workload(state, state, "gang", lambda: plan_job(state, "gang", NOW, Options()))
 
 
 CASES = (
@@ -173,9 +194,9 @@ CASES = (
 
 
 def measure(case: Case, n: int, seed: int) -> tuple[float, Plan]:
-    plan_once = case.build(n, random.Random(seed))  # noqa: S311 - synthetic data, not secrets
+    workload = case.build(n, random.Random(seed))  # noqa: S311 - synthetic data, not secrets
     started = time.perf_counter()
-    plan = plan_once()
+    plan = workload.plan()
     return time.perf_counter() - started, plan
 
 

@@ -312,6 +312,59 @@ def test_plans_agree_with_a_naive_reading_of_the_spec_on_crowded_clusters() -> N
     assert moved > 30
 
 
+def mixed_gang_cluster(rng: random.Random) -> ClusterState:
+    """A crowded cluster and a gang whose asks come in a few shapes on two types, some of them
+    repeated many times: placement runs of equal asks, some of which share nodes, so that
+    putting a task back moves asks of one run and then of the runs after it."""
+    nodes = [
+        Node(
+            f"n{index:02d}",
+            {GPU: rng.choice([4, 8, 8, 16]), "vcore": rng.choice([16000, 32000])},
+            schedulable=rng.random() < 0.95,
+        )
+        for index in range(rng.choice([6, 20, 40]))
+    ]
+    allocations = []
+    for node in nodes:
+        used = 0
+        while used < node.capacity[GPU] - rng.choice([0, 0, 1]):
+            gpus = rng.choice([1, 2, 2, 4])
+            allocations.append(
+                Allocation(
+                    id=f"x{len(allocations):03d}",
+                    app=f"app{len(allocations)}",
+                    queue=rng.choice(["root.ml", "root.batch", "root.batch"]),
+                    node=node.name,
+                    resources={GPU: gpus, "vcore": rng.choice([0, 1000, 4000])},
+                    priority=rng.randrange(0, 6),
+                    allow_preemption=rng.random() < 0.95,
+                    created_at=NOW - timedelta(minutes=rng.randrange(0, 50)),
+                )
+            )
+            used += gpus
+    shapes = [
+        {GPU: rng.choice([0, 1, 2, 4]), "vcore": rng.choice([0, 1000, 8000])}
+        for _ in range(rng.choice([1, 2, 3]))
+    ]
+    asks = [
+        Ask(f"k{index:02d}", "train", "root.ml", rng.choice(shapes), 6, job="j1")
+        for index in range(rng.randrange(2, 30))
+    ]
+    limits = {"max": {GPU: rng.randrange(60, 200)}} if rng.random() < 0.3 else {}
+    return state(nodes, allocations, asks, queue("root.ml", **limits), queue("root.batch"))
+
+
+def test_plans_agree_with_a_naive_reading_of_the_spec_for_gangs_of_mixed_shapes() -> None:
+    complete = 0
+    for seed in range(150):
+        cluster = mixed_gang_cluster(random.Random(seed))
+        got = plan(cluster)
+        want = naive_plan(cluster, "j1")
+        assert (got.outcome, got.victims, dict(got.nominations)) == want, f"seed {seed}"
+        complete += got.outcome == Outcome.COMPLETE and len(got.victims) > 3
+    assert complete > 40
+
+
 def test_shuffling_the_inputs_never_changes_the_plan() -> None:
     for seed in range(60):
         rng = random.Random(seed)
