@@ -569,6 +569,11 @@ def _why_no_share(state: ClusterState, queue: str, leaf: str) -> str:
         )
     if not leaf or not hierarchy.is_within(leaf, queue):
         return f"not needed for {queue}'s target"
+    if leaf not in hierarchy.queues:  # tasks left in a queue since deleted from the config
+        return (
+            f"not needed: {leaf} is not in the config (removed, its tasks still running), so it "
+            f"gets no share of {queue}'s target {amounts(target)}"
+        )
     share = resources.positive_part(target)
     parent = queue
     steps = hierarchy.path_from_root(leaf)

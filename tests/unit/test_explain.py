@@ -476,3 +476,30 @@ def test_every_scenario_plan_is_described_candidate_by_candidate_without_contrad
                 assert record.detail.startswith(f"victim #{record.position}"), (path, record)
         seen.update(record.reason for record in records)
     assert seen == set(Reason)  # every reason code is met, and none falls back to its code
+
+
+def test_quota_tasks_left_in_a_deleted_queue_are_told_why():
+    """root.p.gone was removed from the config while its task still runs: the plan explains the
+    task but gives the unconfigured path no share; the record says so (it used to raise
+    KeyError walking the path from root)."""
+    queues = (
+        QueueConfig.child_of("root", "p", properties=DELAY),
+        QueueConfig.child_of("root.p", "y"),
+    )
+    state = ClusterState(
+        config=config(*queues, quota_preemption_enabled=True),
+        nodes=(Node("n1", {"memory": 1024 * GI}),),
+        allocations=(
+            task("y1", "root.p.y", 2, memory=100),
+            task("y2", "root.p.y", 3, memory=100),
+            task("g1", "root.p.gone", 1, memory=100),
+        ),
+    )
+    state = with_new_max(state, "root.p", {"memory": 150 * GI})
+    plan = plan_quota(state, "root.p", NOW)
+    records = by_id(explain(state, plan, "root.p"))
+    assert plan.victims == ("y2",)
+    assert records["g1"].detail == (
+        "not needed: root.p.gone is not in the config (removed, its tasks still running), so it "
+        "gets no share of root.p's target memory 50Gi"
+    )
