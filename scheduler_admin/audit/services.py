@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 import psycopg
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -84,13 +84,14 @@ _COLUMNS = (
 )  # fmt: skip
 
 
-def record_events(events: list[AuditEvent]) -> None:
+def record_events(events: Iterable[AuditEvent]) -> None:
     """Append events built by ``new_event`` with one insert, in the given order (their ids
     increase in that order, as if they had been recorded one by one).
 
     On PostgreSQL a large batch goes as one binary array per column through ``unnest`` (a run's
     chunk or a bulk acknowledgement writes thousands: Django's per-value parameter binding
     would cost more than the insert); elsewhere, and for a few events, ``bulk_create``."""
+    events = list(events)
     if connection.vendor != "postgresql" or len(events) < _ARRAYS_FROM:
         AuditEvent.objects.bulk_create(events)
         return
@@ -115,25 +116,3 @@ def record_events(events: list[AuditEvent]) -> None:
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.execute(sql, arrays)
-
-
-class SystemEvent(NamedTuple):
-    """One event of the system (no user acted), for ``record_system_events``."""
-
-    created_at: datetime
-    kind: AuditKind
-    partition_name: str
-    queue_path: str
-    object_type: str
-    object_id: str
-    summary: str
-    data: dict[str, Any]
-
-
-def record_system_events(events: Iterable[SystemEvent]) -> None:
-    """Append many events of the system at once, inside the caller's transaction (a sweep that
-    ends 2,000 timers writes 2,000 events), through ``record_events``. The rows are those
-    ``record_event`` writes with ``actor=None``."""
-    record_events(
-        [AuditEvent(actor=None, actor_name=SYSTEM_ACTOR, **event._asdict()) for event in events]
-    )

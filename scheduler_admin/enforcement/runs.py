@@ -53,15 +53,8 @@ from preemption import model as engine
 from preemption import timers as engine_timers
 from preemption.model import Options, Outcome, Plan
 from preemption.policies import plan_ask, plan_quota
-from scheduler_admin.audit.models import AuditKind
-from scheduler_admin.audit.services import (
-    SystemEvent,
-    actor_name,
-    new_event,
-    record_event,
-    record_events,
-    record_system_events,
-)
+from scheduler_admin.audit.models import AuditEvent, AuditKind
+from scheduler_admin.audit.services import actor_name, new_event, record_events
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.enforcement.models import (
@@ -120,7 +113,22 @@ def _run_event(
     actor: AbstractBaseUser | None = None,
 ) -> None:
     """Audit one step of a run (``actor`` None: the system acts; names stored as text)."""
-    record_event(
+    _run_event_row(kind, run, at=at, summary=summary, data=data, actor=actor).save(
+        force_insert=True
+    )
+
+
+def _run_event_row(
+    kind: AuditKind,
+    run: PreemptionRun,
+    *,
+    at: datetime,
+    summary: str,
+    data: dict,
+    actor: AbstractBaseUser | None = None,
+) -> AuditEvent:
+    """The event ``_run_event`` writes, not yet saved (for ``record_events``)."""
+    return new_event(
         kind,
         actor=actor,
         at=at,
@@ -317,8 +325,8 @@ def _fire_timers(partition: Partition, rows: list[QuotaTimer], now: datetime) ->
         )
         for row in rows
     )
-    record_system_events(
-        _system_run_event(
+    record_events(
+        _run_event_row(
             AuditKind.RUN_STARTED,
             run,
             at=created_at,
@@ -333,22 +341,6 @@ def _fire_timers(partition: Partition, rows: list[QuotaTimer], now: datetime) ->
     return [run.pk for run in created]
 
 
-def _system_run_event(
-    kind: AuditKind, run: PreemptionRun, *, at: datetime, summary: str, data: dict
-) -> SystemEvent:
-    """An audit event of the system about a run, as ``_run_event`` writes it."""
-    return SystemEvent(
-        created_at=at,
-        kind=kind,
-        partition_name=run.partition.name,
-        queue_path=run.queue_path,
-        object_type="run",
-        object_id=str(run.pk),
-        summary=summary,
-        data=data,
-    )
-
-
 def _defer_timers(deferred: list[tuple[QuotaTimer, list[str]]], now: datetime) -> None:
     """Leave the timers pending; record the first deferral of each, not one per sweep."""
     first = [(row, blockers) for row, blockers in deferred if row.deferred_since is None]
@@ -359,7 +351,7 @@ def _defer_timers(deferred: list[tuple[QuotaTimer, list[str]]], now: datetime) -
         status=TimerStatus.PENDING,
         deferred_since__isnull=True,
     ).update(deferred_since=now)
-    record_system_events(
+    record_events(
         timer_event(
             AuditKind.TIMER_DEFERRED,
             row,
@@ -380,10 +372,10 @@ def _end_timers(ended: list[tuple[QuotaTimer, TimerStatus]], now: datetime) -> N
             QuotaTimer.objects.filter(pk__in=ids, status=TimerStatus.PENDING).update(
                 status=status, ended_at=now
             )
-    record_system_events(_end_event(row, status, now) for row, status in ended)
+    record_events(_end_event(row, status, now) for row, status in ended)
 
 
-def _end_event(row: QuotaTimer, status: TimerStatus, now: datetime) -> SystemEvent:
+def _end_event(row: QuotaTimer, status: TimerStatus, now: datetime) -> AuditEvent:
     if status == TimerStatus.CANCELLED:
         kind, why = AuditKind.TIMER_CANCELLED, "quota preemption is off for it now"
     else:

@@ -22,8 +22,8 @@ from preemption import timers as engine
 from preemption.config import PartitionConfig
 from preemption.durations import format_duration
 from preemption.hierarchy import Hierarchy
-from scheduler_admin.audit.models import AuditKind
-from scheduler_admin.audit.services import SystemEvent, actor_name, record_event
+from scheduler_admin.audit.models import AuditEvent, AuditKind
+from scheduler_admin.audit.services import actor_name, new_event
 from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.cluster.usage import LeafUsage, leaf_usage, resource_names
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
@@ -138,13 +138,20 @@ def load_due_state(partition: Partition, *, running_runs: Iterable[str] = ()) ->
 
 
 def timer_event(
-    kind: AuditKind, row: QuotaTimer, *, at: datetime, summary: str, data: dict
-) -> SystemEvent:
-    """An audit event of the system about one timer, as ``record_timer_event`` writes it, for
-    callers that write many at once (``audit.services.record_system_events``)."""
-    return SystemEvent(
-        created_at=at,
-        kind=kind,
+    kind: AuditKind,
+    row: QuotaTimer,
+    *,
+    at: datetime,
+    summary: str,
+    data: dict,
+    actor: AbstractBaseUser | None = None,
+) -> AuditEvent:
+    """The audit event of one thing that happened to a timer (``actor`` None: the system's
+    sweep), not yet saved: a sweep writes many at once with ``audit.services.record_events``."""
+    return new_event(
+        kind,
+        actor=actor,
+        at=at,
         partition_name=row.partition.name,
         queue_path=row.queue_path,
         object_type="timer",
@@ -164,17 +171,7 @@ def record_timer_event(
     actor: AbstractBaseUser | None = None,
 ) -> None:
     """Audit one thing that happened to a timer (``actor`` None: the system's sweep)."""
-    record_event(
-        kind,
-        actor=actor,
-        at=at,
-        partition_name=row.partition.name,
-        queue_path=row.queue_path,
-        object_type="timer",
-        object_id=str(row.pk),
-        summary=summary,
-        data=data,
-    )
+    timer_event(kind, row, at=at, summary=summary, data=data, actor=actor).save(force_insert=True)
 
 
 def _record(
