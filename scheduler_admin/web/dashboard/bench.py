@@ -121,13 +121,13 @@ def _measure(partition, runs: int) -> None:
     from scheduler_admin.accounts.roles import VIEWER
     from scheduler_admin.cluster.adapters import queue_usage
     from scheduler_admin.cluster.usage import leaf_usage, resource_names
-    from scheduler_admin.web.dashboard.tree import saved_config
+    from scheduler_admin.queues.saved import current_config
 
     user = get_user_model().objects.create_user("bench-viewer")
     user.groups.add(Group.objects.get(name=VIEWER))
     client = Client()
     client.force_login(user)
-    config = saved_config(partition)
+    config = current_config(partition)
 
     def page(url: str, **params: str) -> Callable[[], object]:
         def get() -> object:

@@ -25,9 +25,8 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from preemption import resources
-from preemption.config import ROOT, PartitionConfig
+from preemption.config import ROOT
 from preemption.durations import format_duration
-from preemption.hierarchy import Hierarchy
 from scheduler_admin.cluster.usage import leaf_usage, resource_names
 from scheduler_admin.enforcement.models import (
     ACTIVE_RUN_STATUSES,
@@ -37,6 +36,7 @@ from scheduler_admin.enforcement.models import (
     TimerStatus,
 )
 from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.saved import current_tree
 from scheduler_admin.web import common
 from scheduler_admin.web.bars import Bar, queue_bars
 
@@ -52,18 +52,6 @@ OVER_MAX_LIMIT = 50
 #: A queue's run stays next to it this long after it ended (its victims may still be evicting,
 #: so the queue can still read "over max": the run says why nothing is counting down).
 RUN_SHOWN_FOR = timedelta(minutes=10)
-
-
-def saved_config(partition: Partition) -> PartitionConfig:
-    """The partition's config as last saved: the newest revision's snapshot.
-
-    ``save_partition_config`` writes the queue rows and this snapshot in one transaction, so
-    they agree. Why not ``Partition.current_config()``: it builds a model instance and decodes
-    two timestamps per queue, 0.3-0.6 s for 5,000 queues; the snapshot is one JSON document.
-    A partition without a revision (not made by the services) falls back to the rows.
-    """
-    revision = partition.revisions.order_by("-number").only("snapshot").first()
-    return revision.config() if revision is not None else partition.current_config()
 
 
 @dataclass(frozen=True)
@@ -249,7 +237,7 @@ class QueueTree:
     def __init__(self, partition: Partition, *, now: datetime, under: str | None = None) -> None:
         self.partition = partition
         self.now = now
-        self.hierarchy = Hierarchy(saved_config(partition))
+        self.hierarchy = current_tree(partition)[1]
         names = resource_names(partition, self.hierarchy.config)
         self.usage = self.hierarchy.usage_by_queue(leaf_usage(partition, under, names=names))
         timers = QuotaTimer.objects.filter(partition=partition, status=TimerStatus.PENDING)

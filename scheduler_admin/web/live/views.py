@@ -54,9 +54,10 @@ from scheduler_admin.accounts.context_processors import roles
 from scheduler_admin.accounts.roles import role_of
 from scheduler_admin.api.errors import error_body
 from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.saved import current_config
 from scheduler_admin.web.common import View, partition_or_404
 from scheduler_admin.web.dashboard.panels import heartbeats, panels
-from scheduler_admin.web.dashboard.tree import QueueTree, saved_config
+from scheduler_admin.web.dashboard.tree import QueueTree
 from scheduler_admin.web.queue_pages import tables
 from scheduler_admin.web.queue_pages.status import live_state, timer_status, usage_status
 
@@ -152,7 +153,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     (sort order and page number)."""
     partition = partition_or_404(request.GET.get("partition", ""))
     path = request.GET.get("queue", "")
-    config = saved_config(partition)
+    config = current_config(partition)
     queue_config = None if text_problem(path) else config.queue(path)
     if queue_config is None:
         raise Http404(f"Partition {partition.name} has no queue {path}.")
