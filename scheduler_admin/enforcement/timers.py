@@ -21,13 +21,12 @@ from django.utils import timezone
 from preemption import timers as engine
 from preemption.config import PartitionConfig
 from preemption.durations import format_duration
-from preemption.hierarchy import Hierarchy
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.audit.services import actor_name, new_event
-from scheduler_admin.cluster.models import Allocation, AllocationState
-from scheduler_admin.cluster.usage import LeafUsage, leaf_usage, resource_names
+from scheduler_admin.cluster.usage import ENGINE_STATES, leaf_usage, resource_names
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.saved import current_tree
 
 
 class TimerNotFound(Exception):
@@ -115,26 +114,15 @@ def load_due_state(partition: Partition, *, running_runs: Iterable[str] = ()) ->
     """What ``engine.decide_due`` reads, for every timer of one sweep: the config, the usage of
     every queue as the engine counts it, and the queues with a run in progress.
 
-    The usage is summed per queue in the database (``cluster.usage.leaf_usage``) and rolled up
-    by the engine's hierarchy: loading the 200,000 tasks of a large partition to add them up
-    again in Python took seconds, and the decisions read nothing else of them. The engine
-    counts ``preempting`` tasks as gone (SPEC 4.0) while ``leaf_usage`` counts them until their
-    eviction is acknowledged (SPEC 3.3), so they are subtracted again: they are the victims
-    being evicted right now, few. They are read after the sum: a victim released in between
-    is then counted (a run that plans finds nothing to do), never left out twice.
+    The config is the saved one parsed once per revision (``queues.saved``); the usage is summed
+    per queue in the database (``cluster.usage.leaf_usage``, from the usage summary on
+    PostgreSQL) in the engine's states (``preempting`` tasks count as gone, SPEC 4.0) and rolled
+    up by the engine's hierarchy: loading the 200,000 tasks of a large partition to add them up
+    again in Python took seconds, and the decisions read nothing else of them.
     """
-    config = partition.current_config()
-    hierarchy = Hierarchy(config)
-    live = leaf_usage(partition, names=resource_names(partition, config))
-    leaving = [
-        LeafUsage(queue, {name: -value for name, value in amounts.items()})
-        for queue, amounts in Allocation.objects.filter(
-            partition=partition, state=AllocationState.PREEMPTING
-        ).values_list("queue_path", "resources")
-    ]
-    return engine.DueState(
-        hierarchy, hierarchy.usage_by_queue([*live, *leaving]), frozenset(running_runs)
-    )
+    config, hierarchy = current_tree(partition)
+    live = leaf_usage(partition, names=resource_names(partition, config), states=ENGINE_STATES)
+    return engine.DueState(hierarchy, hierarchy.usage_by_queue(live), frozenset(running_runs))
 
 
 def timer_event(
