@@ -1,6 +1,6 @@
 """Eviction orders: acknowledged by the cluster, or delivered to it by a signed webhook (SPEC 5).
 
-An order is created for every victim (``runs._preempt_victim``). The cluster either polls the
+An order is created for every victim (``runs._preempt_chunk``). The cluster either polls the
 pending orders and acknowledges each, or — when ``EVICTION_WEBHOOK_URL`` is set — receives each
 order as a POST signed with HMAC-SHA256 over the raw body (``X-Scheduler-Signature:
 sha256=<hex>``), with the order id as ``Idempotency-Key``. A 2xx answer acknowledges the order;

@@ -858,11 +858,6 @@ def _preempt_victims(run: PreemptionRun, token: int) -> None:
                 _preempt_chunk(run, [victim], token)
 
 
-def _preempt_victim(run: PreemptionRun, victim: RunVictim, token: int) -> None:
-    """Preempt one stored victim exactly once (a chunk of one)."""
-    _preempt_chunk(run, [victim], token)
-
-
 def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> None:
     """Preempt stored victims exactly once, in one transaction under the run's fence: mark
     them, create their eviction orders, turn their allocations ``preempting`` (they no longer

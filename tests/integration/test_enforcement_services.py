@@ -209,7 +209,7 @@ def test_a_stalled_worker_writes_nothing_after_its_run_was_taken_over(partition,
         run = PreemptionRun.objects.get(pk=run_id)
         runs._plan_run(run, old_token)
         first = run.victims.order_by("position").first()
-        runs._preempt_victim(run, first, old_token)
+        runs._preempt_chunk(run, [first], old_token)
     # The slow worker stalls past its lease; the reaper hands the run to another worker.
     with time_machine.travel(START + timedelta(seconds=20), tick=False):
         assert runs.reap_stale_runs() == [run_id]
@@ -218,7 +218,7 @@ def test_a_stalled_worker_writes_nothing_after_its_run_was_taken_over(partition,
         assert new_token == old_token + 1
         second = run.victims.order_by("position")[1]
         with pytest.raises(runs.StaleRun):
-            runs._preempt_victim(run, second, old_token)
+            runs._preempt_chunk(run, [second], old_token)
     assert RunVictim.objects.get(pk=second.pk).preempted_at is None
     assert EvictionOrder.objects.count() == 1
 
