@@ -231,7 +231,7 @@ def test_a_resumed_run_finishes_the_stored_victims_and_never_plans_again(partiti
         token = runs.claim_run(run_id, worker="dies")
         run = PreemptionRun.objects.get(pk=run_id)
         runs._plan_run(run, token)
-        runs._preempt_victim(run, run.victims.order_by("position").first(), token)
+        runs._preempt_chunk(run, [run.victims.order_by("position").first()], token)
     planned = list(run.victims.order_by("position").values_list("allocation_id", flat=True))
     # Meanwhile the cluster changed: a new task that a fresh plan might choose.
     ingest_cluster_state(
@@ -285,7 +285,7 @@ def test_a_victim_removed_by_the_cluster_while_the_run_plans_is_left_out(partiti
     assert gone.detail.endswith(record.VANISHED_NOTE)
     with time_machine.travel(START + timedelta(seconds=4), tick=False):
         for victim in run.victims.order_by("position"):
-            runs._preempt_victim(run, victim, token)
+            runs._preempt_chunk(run, [victim], token)
         runs._finish_run(run, token)
     assert PreemptionRun.objects.get(pk=run_id).status == RunStatus.FINISHED
 

@@ -196,7 +196,7 @@ def test_an_admin_aborts_an_active_run_over_the_api(partition):
         token = runs.claim_run(run_id, worker="slow")
         run = PreemptionRun.objects.get(pk=run_id)
         runs._plan_run(run, token)
-        runs._preempt_victim(run, run.victims.order_by("position").first(), token)
+        runs._preempt_chunk(run, [run.victims.order_by("position").first()], token)
 
     url = f"/api/v1/runs/{run_id}/abort"
     assert_error(client_for("operator").post(url, {"comment": "no"}, format="json"), 403)
@@ -208,7 +208,7 @@ def test_an_admin_aborts_an_active_run_over_the_api(partition):
     # The worker still executing it is fenced off: its next write raises and writes nothing.
     second = run.victims.order_by("position")[1]
     with pytest.raises(runs.StaleRun):
-        runs._preempt_victim(run, second, token)
+        runs._preempt_chunk(run, [second], token)
     assert EvictionOrder.objects.count() == 1  # the victim taken before the abort stays taken
     assert runs.execute_run(run_id, worker="late") is None
 
