@@ -1,0 +1,224 @@
+"""What the agent reads from Kubernetes: a cache of nodes, pods and disruption budgets kept up
+to date by list-then-watch (the informer pattern of client-go, written small).
+
+Each kind has a ``Reflector`` thread:
+
+1. list every object (in pages), replace the kind's part of the cache with the result, and note
+   the list's ``resourceVersion``;
+2. watch from that version (with bookmarks, so a quiet kind's version stays fresh), applying
+   ADDED / MODIFIED / DELETED events to the cache;
+3. a watch that ends (the server's timeout, a restart of the API server, a dropped connection)
+   is opened again from the last version seen; one that answers 410 Gone (the version is older
+   than what the server keeps) goes back to step 1. Any other error waits (backing off up to
+   30 s) and goes back to step 1.
+
+A re-list replaces the kind wholesale, so objects deleted while nobody watched disappear from
+the cache too; the pusher (``sync``) then sends the difference, removals included.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from kubernetes import client, config, watch
+from kubernetes.client.exceptions import ApiException
+
+logger = logging.getLogger(__name__)
+
+NODES, PODS, BUDGETS = "nodes", "pods", "budgets"
+KINDS = (NODES, PODS, BUDGETS)
+#: Objects per list page.
+PAGE_SIZE = 500
+#: Seconds the API server keeps one watch open (it ends it cleanly after that).
+WATCH_SECONDS = 240
+#: Longest wait after an error before listing again.
+MAX_BACKOFF = 30.0
+
+
+def api_client(kubeconfig: str | None, context: str | None) -> tuple[client.ApiClient, str]:
+    """A client for the cluster and a name for it: the in-cluster service account when running
+    in a pod (and no kubeconfig was named), else the kubeconfig (``KUBECONFIG`` or
+    ``~/.kube/config``) with its current or the named context."""
+    if kubeconfig is None and context is None:
+        try:
+            configuration = client.Configuration()
+            config.load_incluster_config(client_configuration=configuration)
+            return client.ApiClient(configuration), "in-cluster"
+        except config.ConfigException:
+            pass
+    _, active = config.list_kube_config_contexts(config_file=kubeconfig)
+    name = context or (active or {}).get("name") or "kubeconfig"
+    return config.new_client_from_config(config_file=kubeconfig, context=context), name
+
+
+def object_key(kind: str, obj: Any) -> str:
+    """Pods by uid (a pod recreated under its old name is another pod), the rest by name."""
+    meta = obj.metadata
+    if kind == PODS:
+        return meta.uid
+    if kind == BUDGETS:
+        return f"{meta.namespace}/{meta.name}"
+    return meta.name
+
+
+class ClusterCache:
+    """The objects the reflectors keep, shared between threads.
+
+    ``changed`` is set whenever an object is added, changed or removed, and ``dirty_since``
+    is the monotonic time of the oldest change not yet taken by ``snapshot`` (the agent's lag).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
+        self._listed: set[str] = set()
+        self.changed = threading.Event()
+        self.dirty_since: float | None = None
+
+    def _touch(self) -> None:
+        if self.dirty_since is None:
+            self.dirty_since = time.monotonic()
+        self.changed.set()
+
+    def replace(self, kind: str, objects: list[Any]) -> None:
+        with self._lock:
+            self._objects[kind] = {object_key(kind, obj): obj for obj in objects}
+            self._listed.add(kind)
+            self._touch()
+
+    def apply(self, kind: str, event: str, obj: Any) -> None:
+        key = object_key(kind, obj)
+        with self._lock:
+            if event == "DELETED":
+                self._objects[kind].pop(key, None)
+            else:
+                self._objects[kind][key] = obj
+            self._touch()
+
+    @property
+    def ready(self) -> bool:
+        """Every kind has been listed at least once (before that, a push would remove what the
+        cluster simply has not reported yet)."""
+        with self._lock:
+            return self._listed == set(KINDS)
+
+    def snapshot(self) -> tuple[dict[str, list[Any]], float | None]:
+        """Every object by kind, and when the oldest change it includes happened; clears
+        ``changed``."""
+        with self._lock:
+            self.changed.clear()
+            since, self.dirty_since = self.dirty_since, None
+            return {kind: list(objects.values()) for kind, objects in self._objects.items()}, since
+
+    def pod(self, uid: str) -> Any | None:
+        with self._lock:
+            return self._objects[PODS].get(uid)
+
+
+class Reflector(threading.Thread):
+    """Keeps one kind of the cache in step with the cluster (see the module docstring)."""
+
+    def __init__(
+        self,
+        kind: str,
+        list_call: Callable[..., Any],
+        cache: ClusterCache,
+        stop: threading.Event,
+        on_error: Callable[[str], None] = lambda message: None,
+    ) -> None:
+        super().__init__(name=f"reflector-{kind}", daemon=True)
+        self.kind = kind
+        self.list_call = list_call
+        self.cache = cache
+        self.stop_event = stop
+        self.on_error = on_error
+        #: How many times the kind was listed (the first list included).
+        self.lists = 0
+
+    def run(self) -> None:
+        backoff = 1.0
+        while not self.stop_event.is_set():
+            try:
+                version = self._list()
+                backoff = 1.0
+                self._watch(version)
+            except Exception as error:  # any failure: wait, then list again
+                message = f"{self.kind}: {_describe(error)}"
+                logger.warning("%s; listing again in %.0f s", message, backoff)
+                self.on_error(message)
+                self.stop_event.wait(backoff)
+                backoff = min(MAX_BACKOFF, backoff * 2)
+
+    def _list(self) -> str:
+        objects: list[Any] = []
+        token = None
+        version = ""
+        while True:
+            kwargs: dict[str, Any] = {"limit": PAGE_SIZE, "_request_timeout": (10, 120)}
+            if token:
+                kwargs["_continue"] = token
+            page = self.list_call(**kwargs)
+            objects.extend(page.items or [])
+            if not version:  # the first page's version is the list's snapshot
+                version = page.metadata.resource_version
+            token = page.metadata._continue
+            if not token:
+                break
+        self.cache.replace(self.kind, objects)
+        self.lists += 1
+        logger.info("listed %d %s at version %s", len(objects), self.kind, version)
+        return version
+
+    def _watch(self, version: str) -> None:
+        """Watch from ``version`` until the server answers 410 Gone (return: list again)."""
+        while not self.stop_event.is_set():
+            stream = watch.Watch()
+            try:
+                for event in stream.stream(
+                    self.list_call,
+                    resource_version=version,
+                    timeout_seconds=WATCH_SECONDS,
+                    allow_watch_bookmarks=True,
+                    _request_timeout=(10, WATCH_SECONDS + 30),
+                ):
+                    if self.stop_event.is_set():
+                        stream.stop()
+                        return
+                    kind = event["type"]
+                    if kind == "BOOKMARK":
+                        version = event["raw_object"]["metadata"]["resourceVersion"]
+                        continue
+                    obj = event["object"]
+                    self.cache.apply(self.kind, kind, obj)
+                    version = obj.metadata.resource_version
+            except ApiException as error:
+                if error.status == 410:
+                    logger.info("%s: watch expired (410 Gone); listing again", self.kind)
+                    return
+                raise
+
+
+def _describe(error: Exception) -> str:
+    if isinstance(error, ApiException):
+        return f"Kubernetes API answered {error.status} {error.reason}".strip()
+    return f"{type(error).__name__}: {error}"
+
+
+def reflectors(
+    api: client.ApiClient,
+    cache: ClusterCache,
+    stop: threading.Event,
+    on_error: Callable[[str], None],
+) -> list[Reflector]:
+    core = client.CoreV1Api(api)
+    policy = client.PolicyV1Api(api)
+    calls = {
+        NODES: core.list_node,
+        PODS: core.list_pod_for_all_namespaces,
+        BUDGETS: policy.list_pod_disruption_budget_for_all_namespaces,
+    }
+    return [Reflector(kind, call, cache, stop, on_error) for kind, call in calls.items()]

@@ -1,0 +1,141 @@
+"""State in: push what the cluster holds to ``partitions/{p}/cluster-state``.
+
+The agent remembers what it last pushed successfully. A push sends only the items that are new
+or changed since then and the ids that disappeared (``remove``), so an idle cluster costs
+nothing and a busy one a few hundred items every interval. The first push of a process, and the
+first after a push failed, is a **replace** push: every item, with ``"replace": true``, so the
+product drops whatever the cluster no longer has — also what vanished while no agent ran. A
+restarted agent therefore converges on the first push, and pushing the same state twice
+changes nothing in the product (its upserts compare before they write).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+from scheduler_admin_agent.kube import BUDGETS, NODES, PODS, ClusterCache
+from scheduler_admin_agent.product import ProductClient, ProductError
+from scheduler_admin_agent.translate import ClusterState, QueueRule, translate
+
+logger = logging.getLogger(__name__)
+
+#: Body keys in the order the product applies them, and the ``remove`` key of each.
+BODY_KINDS = ("nodes", "allocations", "asks", "budgets")
+
+
+class StateSync:
+    """Turns the cache into pushes (see the module docstring)."""
+
+    def __init__(
+        self, product: ProductClient, cache: ClusterCache, *, scheduler_name: str, rule: QueueRule
+    ) -> None:
+        self.product = product
+        self.cache = cache
+        self.scheduler_name = scheduler_name
+        self.rule = rule
+        #: What the product holds from us, by kind and id; None: unknown (replace next time).
+        self.pushed: dict[str, dict[str, dict[str, Any]]] | None = None
+        #: The partition's leaf queues, lower-cased; None until read from the product.
+        self.leaves: set[str] | None = None
+        self.last_push_at: datetime | None = None
+        self.lag_seconds: float | None = None
+        self.counts: dict[str, int] = {}
+        self.skipped: dict[str, str] = {}
+        self.pushes = 0
+        #: Set when something other than the cluster changed what a push holds (the queues).
+        self.stale = True
+
+    def refresh_queues(self) -> None:
+        leaves = self.product.leaf_queues()
+        if leaves != self.leaves:
+            self.leaves = leaves
+            self.stale = True
+
+    @property
+    def due(self) -> bool:
+        return self.cache.ready and (
+            self.stale or self.pushed is None or self.cache.changed.is_set()
+        )
+
+    def push(self) -> dict[str, Any] | None:
+        """Push what changed; returns the product's answer, or None when nothing had to go."""
+        if self.leaves is None:
+            self.refresh_queues()
+        objects, since = self.cache.snapshot()
+        self.stale = False
+        state = translate(
+            objects[NODES],
+            objects[PODS],
+            objects[BUDGETS],
+            scheduler_name=self.scheduler_name,
+            rule=self.rule,
+            leaves=self.leaves,
+        )
+        self._log_skipped(state)
+        body = self._body(state)
+        if body is None:
+            self._done(state, since)
+            return None
+        try:
+            answer = self.product.push_state(body)
+        except ProductError as error:
+            # Not pushed: try again next interval, as a replace push (the product may hold a
+            # part of it, or nothing), with the queues read again if they were the problem.
+            self.pushed = None
+            self.cache.changed.set()
+            if since is not None:
+                self.cache.dirty_since = min(since, self.cache.dirty_since or since)
+            if error.status == 400:
+                self.leaves = None
+            raise
+        self._done(state, since)
+        self.pushed = {kind: dict(getattr(state, kind)) for kind in BODY_KINDS}
+        self.pushes += 1
+        return answer
+
+    def _done(self, state: ClusterState, since: float | None) -> None:
+        self.counts = state.counts()
+        self.skipped = state.skipped
+        if since is not None:
+            self.lag_seconds = round(time.monotonic() - since, 3)
+            self.last_push_at = datetime.now(UTC)
+        elif self.last_push_at is None:
+            self.last_push_at = datetime.now(UTC)
+
+    def _body(self, state: ClusterState) -> dict[str, Any] | None:
+        if self.pushed is None:
+            body: dict[str, Any] = {
+                kind: list(getattr(state, kind).values()) for kind in BODY_KINDS
+            }
+            body["replace"] = True
+            return body
+        body = {}
+        remove: dict[str, list[str]] = {}
+        for kind in BODY_KINDS:
+            now, before = getattr(state, kind), self.pushed[kind]
+            changed = [item for key, item in now.items() if before.get(key) != item]
+            gone = sorted(key for key in before if key not in now)
+            if changed:
+                body[kind] = changed
+            if gone:
+                remove[kind] = gone
+        if remove:
+            body["remove"] = remove
+        return body or None
+
+    def _log_skipped(self, state: ClusterState) -> None:
+        new = set(state.skipped) - set(self.skipped)
+        for task_id in sorted(new)[:20]:
+            logger.warning("left out %s: %s", task_id, state.skipped[task_id])
+        if len(new) > 20:
+            logger.warning("left out %d more pods", len(new) - 20)
+
+    def lag_now(self) -> float | None:
+        """Seconds the oldest change not pushed yet has waited, else the last push's lag."""
+        since = self.cache.dirty_since
+        if since is not None and self.pushed is not None:
+            return round(max(self.lag_seconds or 0.0, time.monotonic() - since), 3)
+        return self.lag_seconds
