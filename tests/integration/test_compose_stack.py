@@ -340,6 +340,24 @@ def test_dockerfile_builds_a_non_root_production_image() -> None:
     assert collect and "SCHEDULER_ENV=production" in collect.group(0)
 
 
+def test_dockerfile_installs_the_agents_console_script() -> None:
+    """The agent's service (here and in deploy/kubernetes/) runs ``scheduler-admin-agent``: the
+    image installs the project itself, after copying the agent and pyproject.toml, as root
+    (site-packages is root's), without dependencies (requirements.txt pinned them)."""
+    lines = DOCKERFILE.read_text().splitlines()
+
+    def first(pattern: str) -> int:
+        found = [index for index, line in enumerate(lines) if re.search(pattern, line)]
+        assert found, f"no line of the Dockerfile matches {pattern!r}"
+        return found[0]
+
+    install = first(r"^RUN pip install --no-cache-dir --no-deps \.(\s|$)")
+    assert first(r"^COPY .*\bpyproject\.toml\b") < install
+    assert first(r"^COPY scheduler_admin_agent ") < install
+    assert first(r"^COPY scheduler_admin ") < install
+    assert install < first(r"^USER ")
+
+
 # --- The same commands, natively -----------------------------------------------------------------
 
 
