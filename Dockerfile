@@ -1,6 +1,6 @@
 # Scheduler Admin: one image for web (gunicorn), the two Celery workers (enforcement; webhook
-# deliveries), beat and migrate (docker-compose.yml picks the command). Settings come from the
-# environment at run time.
+# deliveries), beat, migrate and the cluster agent (`scheduler-admin-agent`; docker-compose.yml
+# and deploy/kubernetes/ pick the command). Settings come from the environment at run time.
 FROM python:3.11-slim
 
 ENV PYTHONUNBUFFERED=1 \
@@ -25,12 +25,19 @@ RUN pip install --no-cache-dir -r requirements.txt
 
 # The project, copied path by path: no .venv, .git, .env or local database can slip in.
 # Files stay owned by root (the app cannot rewrite its own code); only var/ is the app's.
-COPY manage.py ./
+COPY pyproject.toml manage.py ./
 COPY scheduler_admin ./scheduler_admin
+COPY scheduler_admin_agent ./scheduler_admin_agent
 COPY preemption ./preemption
 COPY templates ./templates
 COPY static ./static
 COPY demo ./demo
+# The project itself, for its console script `scheduler-admin-agent` (pyproject.toml
+# [project.scripts]) on PATH. --no-deps: requirements.txt above already pinned every dependency,
+# so this adds nothing else. The other commands keep running from /app (gunicorn, celery and
+# manage.py put the working directory first on sys.path). The build's leftovers in /app go.
+RUN pip install --no-cache-dir --no-deps . \
+    && rm -rf build ./*.egg-info
 RUN mkdir -p /app/var && chown app:app /app/var
 
 USER app

@@ -127,9 +127,14 @@ def healthz(port: int) -> object:
 
 
 def test_dockerfile_installs_requirements_txt_and_nothing_else() -> None:
-    """So the clean venv below has exactly what the image has."""
-    installs = re.findall(r"pip install[^\n]*", DOCKERFILE.read_text())
-    assert installs == ["pip install --no-cache-dir -r requirements.txt"]
+    """So the clean venv below has the image's dependencies: requirements.txt, then the project
+    itself with ``--no-deps`` (for its console script ``scheduler-admin-agent``), which brings
+    in no other package."""
+    installs = re.findall(r"pip install[^\n\\]*", DOCKERFILE.read_text())
+    assert [install.strip() for install in installs] == [
+        "pip install --no-cache-dir -r requirements.txt",
+        "pip install --no-cache-dir --no-deps .",
+    ]
 
 
 def test_a_clean_install_of_requirements_txt_runs_web_workers_and_beat(

@@ -2,7 +2,8 @@
 
 No machine that runs this suite has Docker, so the stack is checked in two halves: the compose
 file, Dockerfile and ``.env.example`` are parsed and held to the contract (services, health checks,
-one shared image, every variable documented), and the very ``command`` strings of web, both
+one shared image, every variable documented, the opt-in cluster agent with only its own variables
+and a read-only kubeconfig), and the very ``command`` strings of web, both
 workers and beat are then run natively against loopback PostgreSQL and Redis, proving beat ->
 Redis -> worker -> PostgreSQL works, that webhook deliveries reach only the webhook worker, and
 that every process stops cleanly on SIGTERM, as ``docker stop`` asks.
@@ -75,6 +76,11 @@ EXPECTED_COMMANDS = {
         "celery -A scheduler_admin beat --loglevel INFO --schedule /app/var/celerybeat-schedule"
     ),
 }
+#: The cluster agent's service: behind a profile, the console script, the kubeconfig mounted here.
+AGENT_SERVICE = "agent"
+AGENT_PROFILE = "agent"
+AGENT_COMMAND = "scheduler-admin-agent"
+CONTAINER_KUBECONFIG = "/etc/scheduler-admin/kubeconfig"
 #: A delivery task in a worker's log (``Task <name>[<id>] received``/``succeeded in ...``).
 WEBHOOK_TASK_LOG = re.compile(
     r"scheduler_admin\.enforcement\.tasks\.deliver_eviction_webhooks\[[0-9a-f-]+\] (\w+)"
@@ -224,6 +230,59 @@ def test_data_lives_in_named_volumes(compose: dict[str, Any]) -> None:
     assert "beat-var:/app/var" in service(compose, "beat")["volumes"]
 
 
+def test_the_agent_is_opt_in_and_runs_the_console_script(compose: dict[str, Any]) -> None:
+    """`docker compose up` leaves the agent out (a profile), and only the agent: everything else
+    starts as before. It is the same image as web, started after web is healthy."""
+    agent = service(compose, AGENT_SERVICE)
+    assert agent["profiles"] == [AGENT_PROFILE]
+    behind_profiles = [name for name, entry in compose["services"].items() if "profiles" in entry]
+    assert behind_profiles == [AGENT_SERVICE]
+    assert agent["command"] == AGENT_COMMAND
+    assert agent["image"] == service(compose, "web")["image"]
+    assert agent["build"] == "."
+    assert agent["init"] is True  # tini forwards SIGTERM, as for the other services
+    assert agent["restart"] == "unless-stopped"
+    assert agent["depends_on"] == {"web": {"condition": "service_healthy"}}
+
+
+def test_the_agent_gets_its_own_variables_from_env_and_nothing_else(
+    compose: dict[str, Any],
+) -> None:
+    """No env_file: the database password and SECRET_KEY never reach the agent. Each AGENT_*
+    variable comes from .env by its own name (blank when unset, which means the agent's
+    default, so compose never warns about the variables of a service it does not start)."""
+    agent = service(compose, AGENT_SERVICE)
+    assert "env_file" not in agent
+    environment = agent["environment"]
+    assert {"AGENT_API", "AGENT_TOKEN", "AGENT_PARTITION", "AGENT_PUBLISH_CONFIG"} <= set(
+        environment
+    )
+    assert all(name.startswith("AGENT_") for name in environment)
+    assert environment.pop("AGENT_KUBECONFIG") == CONTAINER_KUBECONFIG
+    from_env = {
+        name: value
+        for name, value in environment.items()
+        if re.fullmatch(rf"\$\{{{name}:-[^}}$]*\}}", value)
+    }
+    assert from_env == environment
+    documented = env_example_entries()
+    assert sorted(set(environment) - set(documented)) == []
+
+
+def test_the_agent_reads_the_hosts_kubeconfig_read_only(compose: dict[str, Any]) -> None:
+    """Bind-mounted from HOST_KUBECONFIG (default ~/.kube/config), read-only, and never created:
+    Docker would otherwise make an empty directory where a missing file should be."""
+    [mount] = service(compose, AGENT_SERVICE)["volumes"]
+    assert mount == {
+        "type": "bind",
+        "source": "${HOST_KUBECONFIG:-~/.kube/config}",
+        "target": CONTAINER_KUBECONFIG,
+        "read_only": True,
+        "bind": {"create_host_path": False},
+    }
+    assert "HOST_KUBECONFIG" in env_example_entries()
+
+
 # --- .env.example --------------------------------------------------------------------------------
 
 
@@ -254,6 +313,9 @@ def test_env_example_is_production_shaped() -> None:
     # Secrets are obvious placeholders, never values that would work if left in place.
     assert "change-me" in values["SECRET_KEY"] and "change-me" in values["POSTGRES_PASSWORD"]
     assert values["ADMIN_PASSWORD"] == ""
+    # The agent's token has no placeholder at all, and the agent starts read-only.
+    assert values["AGENT_TOKEN"] == ""
+    assert values["AGENT_PUBLISH_CONFIG"] == "false"
 
 
 # --- Dockerfile ----------------------------------------------------------------------------------
@@ -276,6 +338,24 @@ def test_dockerfile_builds_a_non_root_production_image() -> None:
     assert "pip install --no-cache-dir -r requirements.txt" in text
     collect = re.search(r"^RUN (?:.*\\\n)*.*collectstatic --noinput", text, re.MULTILINE)
     assert collect and "SCHEDULER_ENV=production" in collect.group(0)
+
+
+def test_dockerfile_installs_the_agents_console_script() -> None:
+    """The agent's service (here and in deploy/kubernetes/) runs ``scheduler-admin-agent``: the
+    image installs the project itself, after copying the agent and pyproject.toml, as root
+    (site-packages is root's), without dependencies (requirements.txt pinned them)."""
+    lines = DOCKERFILE.read_text().splitlines()
+
+    def first(pattern: str) -> int:
+        found = [index for index, line in enumerate(lines) if re.search(pattern, line)]
+        assert found, f"no line of the Dockerfile matches {pattern!r}"
+        return found[0]
+
+    install = first(r"^RUN pip install --no-cache-dir --no-deps \.(\s|$)")
+    assert first(r"^COPY .*\bpyproject\.toml\b") < install
+    assert first(r"^COPY scheduler_admin_agent ") < install
+    assert first(r"^COPY scheduler_admin ") < install
+    assert install < first(r"^USER ")
 
 
 # --- The same commands, natively -----------------------------------------------------------------
