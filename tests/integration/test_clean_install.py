@@ -68,9 +68,9 @@ import importlib, os, pkgutil, sys
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "scheduler_admin.settings")
 import django
 django.setup()
-import preemption, scheduler_admin
+import preemption, scheduler_admin, scheduler_admin_agent
 failed = []
-for package in (scheduler_admin, preemption):
+for package in (scheduler_admin, preemption, scheduler_admin_agent):
     for module in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
         try:
             importlib.import_module(module.name)
@@ -95,6 +95,12 @@ def build_clean_venv(path: Path) -> Path:
         if IN_CI:
             pytest.fail(reason)
         pytest.skip(reason)
+    # Then the project itself, as the Dockerfile does, for the agent's console script.
+    subprocess.run(
+        [str(bin_dir / "pip"), "install", "-q", "--disable-pip-version-check", "--no-deps",
+         str(PROJECT_DIR)],
+        check=True, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
     return bin_dir
 
 
@@ -164,6 +170,13 @@ def test_a_clean_install_of_requirements_txt_runs_web_workers_and_beat(
     assert imports.returncode == 0, (
         f"modules that fail to import:\n{imports.stdout}{imports.stderr}"
     )
+    # The agent's console script runs from the same install (requirements.txt covers it).
+    agent = subprocess.run(
+        [str(bin_dir / "scheduler-admin-agent"), "--version"],
+        env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert agent.returncode == 0, agent.stdout + agent.stderr
+    assert agent.stdout.startswith("scheduler-admin-agent "), agent.stdout
 
     compose = load_compose()
     port = free_port()
