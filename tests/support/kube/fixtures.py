@@ -1385,8 +1385,9 @@ def cluster(nodes: int = 50, pods: int = 2000, seed: int = 7) -> dict[str, Any]:
       (``deletionTimestamp`` set).
     - Spark applications in ``spark``: the rest, a driver (1 cpu, 1408Mi) plus 2-10 executors
       (500m/1408Mi or 1/2432Mi) each (the last app may be cut short), queue label alternating
-      ``root.batch.nightly`` and ``ROOT.Batch.Adhoc`` (mixed case); every 3rd app is a gang
-      (task groups); every 4th app's last two executors are pending (when it has 3 or more).
+      ``ROOT.Batch.Adhoc`` (mixed case; the first app) and ``root.batch.nightly``; every 3rd
+      app is a gang (task groups); every 4th app's last two executors are pending (when it has
+      3 or more).
 
     ``summary`` counts: nodes, gpu_nodes, cordoned_nodes, not_ready_nodes, schedulable_nodes,
     pods, yunikorn_pods, other_scheduler_pods, bound, pending, terminating (and the yunikorn-only
@@ -1820,7 +1821,7 @@ def cluster(nodes: int = 50, pods: int = 2000, seed: int = 7) -> dict[str, Any]:
         app += 1
         executors = min(remaining - 1, rng.randint(2, 10))
         remaining -= executors + 1
-        queue = "root.batch.nightly" if app % 2 else "ROOT.Batch.Adhoc"
+        queue = "ROOT.Batch.Adhoc" if app % 2 else "root.batch.nightly"
         pending_tail = 2 if app % 4 == 0 and executors >= 3 else 0
         cores = rng.choice(["500m", "1"])
         request = {"cpu": cores, "memory": "1408Mi" if cores == "500m" else "2432Mi"}
