@@ -7,6 +7,8 @@
   ``resourceVersion``, chunked watches, the eviction subresource, ConfigMap optimistic
   concurrency) well enough for the official ``kubernetes`` client to work against it unchanged.
 - ``typed``: deserialise raw objects into the client's typed models and check the round trip.
+- ``state`` (storage and REST rules), ``resources`` (kinds, Status errors), ``selectors`` and
+  ``patches``: the parts ``server`` is made of.
 
 No real API server can run on the test machines (no container runtime, no downloads); each module
 docstring says which parts of the real behaviour are reproduced and which are not.
