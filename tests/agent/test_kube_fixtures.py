@@ -77,6 +77,13 @@ def test_round_trip_check_reports_a_value_of_the_wrong_shape() -> None:
     ]
 
 
+def test_round_trip_check_reports_a_value_of_the_wrong_type() -> None:
+    item = f.pod("batch", "etl-1")
+    item["spec"]["priority"] = "1000"  # an int32 in the API; the client coerces it silently
+
+    assert round_trip_differences(item, "V1Pod") == [".spec.priority: expected '1000', got 1000"]
+
+
 def test_a_missing_required_field_fails_deserialisation() -> None:
     item = f.pod("batch", "etl-1")
     del item["spec"]["containers"][0]["name"]
