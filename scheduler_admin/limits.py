@@ -64,3 +64,21 @@ MAX_VICTIMS_MAX = 10_000
 #: Most eviction orders one bulk acknowledgement may name (``evictions/acknowledge``): a few
 #: hundred KB of JSON, one transaction of a second or so.
 BULK_ACK_MAX_ORDERS = 10_000
+
+#: What the cluster says about an eviction it could not carry out yet (``cluster_reason``), and
+#: an agent's last error: messages of the Kubernetes API, kept whole up to this length and cut
+#: beyond it (never refused: an agent must be able to report whatever the cluster answered).
+CLUSTER_MESSAGE_MAX_LENGTH = 2000
+#: A cluster agent's name (by default its host name: a pod name, a DNS subdomain), the cluster
+#: it watches (a kubeconfig context name) and its version.
+AGENT_NAME_MAX_LENGTH = CLUSTER_ID_MAX_LENGTH
+AGENT_CLUSTER_MAX_LENGTH = CLUSTER_ID_MAX_LENGTH
+AGENT_VERSION_MAX_LENGTH = 64
+#: Most eviction orders one report may name (``evictions/report``), as for acknowledgements.
+BULK_REPORT_MAX_ORDERS = BULK_ACK_MAX_ORDERS
+
+
+def cap_text(text: str, limit: int = CLUSTER_MESSAGE_MAX_LENGTH) -> str:
+    """``text`` cut to ``limit`` characters (the last one an ellipsis) when longer: for what a
+    cluster says (an eviction refused, an agent's error), kept rather than refused."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "scheduler_admin.queues",
     "scheduler_admin.cluster",
     "scheduler_admin.enforcement",
+    "scheduler_admin.agents",
     "scheduler_admin.system",
     "scheduler_admin.web",
 ]
@@ -232,6 +233,10 @@ SPECTACULAR_SETTINGS = {
         "RunStatusEnum": "scheduler_admin.enforcement.models.RunStatus",
         "TimerStatusEnum": "scheduler_admin.enforcement.models.TimerStatus",
         "EvictionStatusEnum": "scheduler_admin.enforcement.models.EvictionStatus",
+        "EvictionOutcomeEnum": "scheduler_admin.enforcement.models.EvictionOutcome",
+        "ClusterStatusEnum": "scheduler_admin.enforcement.models.ClusterStatus",
+        "AckResultEnum": "scheduler_admin.enforcement.evictions.AckResult",
+        "ReportResultEnum": "scheduler_admin.enforcement.evictions.ReportResult",
         "AllocationStateEnum": "scheduler_admin.cluster.models.AllocationState",
         "AskStateEnum": "scheduler_admin.cluster.models.AskState",
         "RevisionKindEnum": "scheduler_admin.queues.models.RevisionKind",
@@ -266,6 +271,13 @@ EVICTION_PACING_SECONDS = env.int("EVICTION_PACING_SECONDS", 0, minimum=0)
 # extended, token checked) once and commits on its own, so a run resumed after its worker died
 # goes on with the victims of the chunks not committed. A paced run preempts one at a time.
 RUN_EVICTION_BATCH = env.int("RUN_EVICTION_BATCH", 500, minimum=1)
+# A cluster agent that sent no heartbeat for this long is shown as stale (dashboard, agents API).
+AGENT_STALE_SECONDS = env.int("AGENT_STALE_SECONDS", 60, minimum=1)
+# The product enforces quota decreases itself (quota timers, runs, eviction orders), so the config
+# it publishes for YuniKorn (``config.yaml?publish=true``) switches YuniKorn's own quota
+# preemption off: two enforcers would evict for the same decrease. True keeps the partition's
+# ``quotapreemptionenabled`` as configured.
+PUBLISH_YUNIKORN_QUOTA_PREEMPTION = env.bool("PUBLISH_YUNIKORN_QUOTA_PREEMPTION", False)
 # Optional webhook that receives every eviction order (signed with the secret, HMAC-SHA256).
 # Deliveries run on a Celery queue of their own (``webhooks``, scheduler_admin/celery.py) and are
 # bounded three ways, so a slow receiver costs the webhook worker time and nothing else:

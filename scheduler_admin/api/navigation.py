@@ -30,6 +30,7 @@ _PARTITION_LINKS = {
     "revisions": "api-revisions",
     "timers": "api-timer-list",
     "evictions": "api-eviction-list",
+    "agents": "api-agent-list",
     "cluster_state": "api-cluster-state",
     "nodes": "api-node-list",
     "applications": "api-application-list",

@@ -12,5 +12,6 @@ urlpatterns = [
     path("", include("scheduler_admin.queues.api.urls")),
     path("", include("scheduler_admin.cluster.api.urls")),
     path("", include("scheduler_admin.enforcement.api.urls")),
+    path("", include("scheduler_admin.agents.api.urls")),
     path("", include("scheduler_admin.audit.api.urls")),
 ]

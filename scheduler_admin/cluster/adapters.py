@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable
 from dataclasses import replace
+from typing import Any
 
 from django.db.models import Q
 
@@ -149,7 +150,8 @@ def _config_names(config: PartitionConfig) -> set[str]:
 
 def with_overrides(state: model.ClusterState, body: ClusterStateBody) -> model.ClusterState:
     """``state`` with a checked cluster-state body applied in memory, as ingesting it would
-    (upserts by id, removals by id or name), for the simulator: nothing is written.
+    (upserts by id, removals by id or name; with ``replace``, only what the body lists is
+    kept), for the simulator: nothing is written.
 
     An item without a ``state`` keeps the state of the item it replaces (new ones start
     ``running`` / as the body says); allocations and asks that end up in a state the engine
@@ -160,6 +162,8 @@ def with_overrides(state: model.ClusterState, body: ClusterStateBody) -> model.C
         nodes[item["name"]] = model.Node(item["name"], item["capacity"], item["schedulable"])
     for name in body.removed_nodes:
         nodes.pop(name, None)
+    if body.replace:
+        nodes = _listed(nodes, {item["name"] for item in body.nodes})
 
     allocations = {allocation.id: allocation for allocation in state.allocations}
     for item in body.allocations:
@@ -173,6 +177,8 @@ def with_overrides(state: model.ClusterState, body: ClusterStateBody) -> model.C
         )  # fmt: skip
     for allocation_id in body.removed_allocations:
         allocations.pop(allocation_id, None)
+    if body.replace:
+        allocations = _listed(allocations, {item["id"] for item in body.allocations})
 
     asks = {ask.id: ask for ask in state.asks}
     for item in body.asks:
@@ -185,10 +191,16 @@ def with_overrides(state: model.ClusterState, body: ClusterStateBody) -> model.C
         )  # fmt: skip
     for ask_id in body.removed_asks:
         asks.pop(ask_id, None)
+    if body.replace:
+        asks = _listed(asks, {item["id"] for item in body.asks})
 
     budgets = {budget.name: budget for budget in state.budgets}
     for item in body.budgets:
         budgets[item["name"]] = model.Budget(item["name"], item["allowed_disruptions"])
+    for name in body.removed_budgets:
+        budgets.pop(name, None)
+    if body.replace:
+        budgets = _listed(budgets, {item["name"] for item in body.budgets})
 
     live = {AllocationState.RUNNING, AllocationState.PREEMPTING}
     waiting = {AskState.PENDING, AskState.RESERVED}
@@ -199,6 +211,11 @@ def with_overrides(state: model.ClusterState, body: ClusterStateBody) -> model.C
         asks=tuple(a for a in asks.values() if a.state in waiting),
         budgets=tuple(budgets.values()),
     )
+
+
+def _listed(items: dict[str, Any], listed: set[str]) -> dict[str, Any]:
+    """``items`` without those whose key a ``replace`` body does not list."""
+    return {key: item for key, item in items.items() if key in listed}
 
 
 def _allocation(row: tuple) -> model.Allocation:

@@ -3,7 +3,13 @@
 The body speaks the scenario files' vocabulary::
 
     {"nodes": [...], "allocations": [...], "asks": [...], "budgets": [...],
-     "remove": {"nodes": [names], "allocations": [ids], "asks": [ids]}}
+     "remove": {"nodes": [names], "allocations": [ids], "asks": [ids], "budgets": [names]},
+     "replace": false}
+
+``"replace": true`` makes the body the partition's whole state: every node, allocation, ask and
+budget it does not list is removed (and the applications left without tasks or asks), as a
+cluster agent that has just listed everything sends it. Without it a push only adds, changes
+and removes what it names.
 
 Everything is checked first and every problem is reported with its path
 (``allocations[3].resources.memory``); only a clean body is written, in one transaction, with
@@ -36,6 +42,7 @@ from preemption import resources as quantities
 from preemption.model import DEFAULT_CREATED_AT, PreemptionPolicy, QoS
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import record_event
+from scheduler_admin.cluster.locking import lock_allocations, lock_asks
 from scheduler_admin.cluster.models import (
     Allocation,
     AllocationState,
@@ -56,8 +63,8 @@ from scheduler_admin.limits import (
 )
 from scheduler_admin.queues.models import Partition
 
-TOP_KEYS = {"nodes", "allocations", "asks", "budgets", "remove"}
-REMOVE_KEYS = {"nodes", "allocations", "asks"}
+TOP_KEYS = {"nodes", "allocations", "asks", "budgets", "remove", "replace"}
+REMOVE_KEYS = {"nodes", "allocations", "asks", "budgets"}
 #: What a push can change, in the order the response and the audit event list them.
 KINDS = ("nodes", "applications", "allocations", "asks", "budgets")
 
@@ -83,8 +90,9 @@ def _no_changes() -> dict[str, dict[str, int]]:
 
 @dataclass
 class IngestResult:
-    """What a push held (``nodes`` .. ``budgets``: items in the body; ``removed``: rows deleted
-    by its ``remove`` lists, the original answer) and what it actually changed (``changed``:
+    """What a push held (``nodes`` .. ``budgets``: items in the body; ``replace``: whether it
+    replaced the partition's state; ``removed``: rows it deleted, by its ``remove`` lists and,
+    with ``replace``, because it did not list them) and what it actually changed (``changed``:
     per kind, rows created, updated and removed; applications are created and removed with
     their tasks)."""
 
@@ -92,6 +100,7 @@ class IngestResult:
     allocations: int = 0
     asks: int = 0
     budgets: int = 0
+    replace: bool = False
     removed: dict[str, int] = field(default_factory=dict)
     changed: dict[str, dict[str, int]] = field(default_factory=_no_changes)
 
@@ -105,6 +114,7 @@ class IngestResult:
             "allocations": self.allocations,
             "asks": self.asks,
             "budgets": self.budgets,
+            "replace": self.replace,
             "removed": self.removed,
             "changed": self.changed,
         }
@@ -117,7 +127,8 @@ class IngestResult:
             done = [f"{number} {verb}" for verb, number in counts.items() if number]
             if done:
                 parts.append(f"{kind} {', '.join(done)}")
-        return f"Cluster state of {partition_name} changed: {'; '.join(parts)}"
+        how = " (replaced)" if self.replace else ""
+        return f"Cluster state of {partition_name} changed{how}: {'; '.join(parts)}"
 
 
 def _quote(value: object) -> str:
@@ -320,6 +331,9 @@ class ClusterStateBody:
     removed_nodes: set[str]
     removed_allocations: list[str]
     removed_asks: list[str]
+    removed_budgets: list[str] = field(default_factory=list)
+    #: The body is the partition's whole state: what it does not list is removed.
+    replace: bool = False
 
 
 def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
@@ -337,10 +351,13 @@ def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
         nodes=set(partition.nodes.values_list("name", flat=True)),
     )
     data = checker.mapping(body, "", TOP_KEYS)
+    replace = checker.boolean(data.get("replace"), "replace", False)
     nodes = [
         _node(checker, raw, f"nodes[{i}]")
         for i, raw in enumerate(checker.items(data.get("nodes"), "nodes"))
     ]
+    if replace:  # the stored nodes the body does not list are removed by this very push
+        checker.nodes = set()
     checker.nodes.update(node["name"] for node in nodes)
     remove = checker.mapping(
         {} if data.get("remove") is None else data["remove"], "remove", REMOVE_KEYS
@@ -360,6 +377,7 @@ def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
     ]
     removed_allocations = _ids(checker, remove.get("allocations"), "remove.allocations")
     removed_asks = _ids(checker, remove.get("asks"), "remove.asks")
+    removed_budgets = _ids(checker, remove.get("budgets"), "remove.budgets")
     for label, key, items in (
         ("nodes", "name", nodes),
         ("allocations", "id", allocations),
@@ -383,6 +401,8 @@ def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
         removed_nodes=removed_nodes,
         removed_allocations=removed_allocations,
         removed_asks=removed_asks,
+        removed_budgets=removed_budgets,
+        replace=replace,
     )
 
 
@@ -398,7 +418,8 @@ def ingest_cluster_state(
        run one writer at a time), so two agents pushing at once apply one after the other and
        each sees exactly what it changed;
     3. compare every item with its stored row and write only new and changed rows
-       (``_write``), then the removals;
+       (``_write``), then the removals (``_remove``: the ``remove`` lists and, for a
+       ``replace`` push, everything of the partition the body does not list);
     4. record one ``state.ingested`` audit event with the counts, but only when something
        changed: an agent repeating the same state every few seconds writes nothing at all;
     5. once committed, analyse the tables the push changed a large part of (``analyse_after``).
@@ -411,8 +432,9 @@ def ingest_cluster_state(
     state = parse_cluster_state(partition, body)
     with transaction.atomic():
         _lock_partition_state(partition)
-        result = _write(partition, state)
-        _remove(partition, state, result)
+        removals = _removals(partition, state)
+        result = _write(partition, state, removals)
+        _remove(partition, state, removals, result)
         if audit and result.anything_changed:
             record_event(
                 AuditKind.STATE_INGESTED,
@@ -480,37 +502,99 @@ def _lock_partition_state(partition: Partition) -> None:
             )
 
 
-def _remove(partition: Partition, state: ClusterStateBody, result: IngestResult) -> None:
-    """Delete the named nodes, allocations and asks, and the applications left without any."""
-    emptied = _applications_of(partition, state.removed_allocations, state.removed_asks)
-    result.removed = {
-        "nodes": Node.objects.filter(partition=partition, name__in=state.removed_nodes)
-        .delete()[1]
-        .get("cluster.Node", 0),
-        "allocations": Allocation.objects.filter(
-            partition=partition, external_id__in=state.removed_allocations
-        ).delete()[0],
-        "asks": Ask.objects.filter(
-            partition=partition, external_id__in=state.removed_asks
-        ).delete()[0],
+def _removals(partition: Partition, state: ClusterStateBody) -> dict[str, set[str]]:
+    """What the push removes, per kind (ids or names): its ``remove`` lists and, for a
+    ``replace`` push, every stored row of the partition that the body does not list.
+
+    Read under the partition's ingest lock: every row a push can create is created under that
+    lock, so what is stored but not listed here stays so until the transaction ends."""
+    removals = {
+        "nodes": set(state.removed_nodes),
+        "allocations": set(state.removed_allocations),
+        "asks": set(state.removed_asks),
+        "budgets": set(state.removed_budgets),
     }
-    for kind in ("nodes", "allocations", "asks"):
-        result.changed[kind]["removed"] = result.removed[kind]
+    if state.replace:
+        listed = {
+            "nodes": {item["name"] for item in state.nodes},
+            "allocations": {item["id"] for item in state.allocations},
+            "asks": {item["id"] for item in state.asks},
+            "budgets": {item["name"] for item in state.budgets},
+        }
+        for kind, model, key in (
+            ("nodes", Node, "name"),
+            ("allocations", Allocation, "external_id"),
+            ("asks", Ask, "external_id"),
+            ("budgets", DisruptionBudget, "name"),
+        ):
+            removals[kind] |= _unlisted(model, partition, key, listed[kind])
+    return removals
+
+
+def _remove(
+    partition: Partition,
+    state: ClusterStateBody,
+    removals: dict[str, set[str]],
+    result: IngestResult,
+) -> None:
+    """Delete what the push removes (``_removals``), then the applications left without any
+    task or ask.
+
+    The allocations and asks removed were locked, in id order, with those the push updates
+    (``_write``), so a run marking victims or an acknowledgement releasing them at the same
+    moment waits or is waited for, never deadlocks with the push. A row the enforcement
+    changed before it was locked is deleted as it is now (the usage triggers see the row as
+    deleted). An allocation removed while its eviction order is pending leaves the order
+    pending: the pod is gone, and acknowledging the order (``gone``) finds no allocation to
+    release.
+    """
+    emptied = _applications_of(partition, removals["allocations"], removals["asks"])
+    result.removed = {
+        "nodes": _delete(Node, partition, "name", removals["nodes"]),
+        "allocations": _delete(Allocation, partition, "external_id", removals["allocations"]),
+        "asks": _delete(Ask, partition, "external_id", removals["asks"]),
+        "budgets": _delete(DisruptionBudget, partition, "name", removals["budgets"]),
+    }
+    for kind, count in result.removed.items():
+        result.changed[kind]["removed"] = count
     # An application lives while it has tasks or asks: one whose last ones were removed is
-    # gone from the cluster too (otherwise a long-running cluster's finished jobs pile up).
-    if emptied:
-        result.changed["applications"]["removed"] = (
-            Application.objects.filter(pk__in=emptied, allocations=None, asks=None)
-            .delete()[1]
-            .get("cluster.Application", 0)
-        )
+    # gone from the cluster too (otherwise a long-running cluster's finished jobs pile up). A
+    # replace push looks at every application of the partition (one anti-join): one may also
+    # have been emptied earlier by its tasks moving to another application.
+    applications = Application.objects.filter(partition=partition, allocations=None, asks=None)
+    if not state.replace:
+        applications = applications.filter(pk__in=emptied) if emptied else None
+    if applications is not None:
+        result.changed["applications"]["removed"] = _deleted(applications.delete(), Application)
+
+
+def _unlisted(
+    model: type[models.Model], partition: Partition, key: str, listed: set[str]
+) -> set[str]:
+    """The ``key`` values of the partition's stored rows that are not in ``listed``."""
+    stored = model.objects.filter(partition=partition).values_list(key, flat=True)  # type: ignore[attr-defined]
+    return set(stored.iterator(chunk_size=10_000)) - listed
+
+
+def _delete(model: type[models.Model], partition: Partition, key: str, ids: set[str]) -> int:
+    """Delete the partition's rows whose ``key`` is in ``ids``; how many were deleted."""
+    if not ids:
+        return 0
+    rows = model.objects.filter(partition=partition, **{f"{key}__in": sorted(ids)})  # type: ignore[attr-defined]
+    return _deleted(rows.delete(), model)
+
+
+def _deleted(counts: tuple[int, dict[str, int]], model: type[models.Model]) -> int:
+    """The rows of ``model`` itself in the counts ``QuerySet.delete`` returns."""
+    return counts[1].get(model._meta.label, 0)  # type: ignore[attr-defined]
 
 
 def _applications_of(
-    partition: Partition, allocation_ids: list[str], ask_ids: list[str]
+    partition: Partition, allocation_ids: Iterable[str], ask_ids: Iterable[str]
 ) -> set[int]:
     """Primary keys of the applications owning these allocations and asks."""
     owners: set[int] = set()
+    allocation_ids, ask_ids = sorted(allocation_ids), sorted(ask_ids)
     if allocation_ids:
         owners.update(
             Allocation.objects.filter(
@@ -738,7 +822,9 @@ _ASK_COLUMNS = (
 )  # fmt: skip
 
 
-def _write(partition: Partition, state: ClusterStateBody) -> IngestResult:
+def _write(
+    partition: Partition, state: ClusterStateBody, removals: dict[str, set[str]]
+) -> IngestResult:
     """Upsert the body's nodes, applications, allocations, asks and budgets, writing only the
     rows that are new or differ from what is stored, and count them.
 
@@ -753,6 +839,10 @@ def _write(partition: Partition, state: ClusterStateBody) -> IngestResult:
     ``state`` keeps the stored one (a victim stays ``preempting`` until its eviction is
     acknowledged), an ask sent without a ``node`` keeps the node the product reserved or
     nominated; those columns are left out of the update rather than written back.
+
+    Before the allocations (and the asks) are written, the stored ones this push updates or
+    removes are locked in id order (``cluster.locking``), as every other writer of many of
+    them locks them: see ``_remove``.
     """
     now = timezone.now()
     result = IngestResult(
@@ -760,6 +850,7 @@ def _write(partition: Partition, state: ClusterStateBody) -> IngestResult:
         allocations=len(state.allocations),
         asks=len(state.asks),
         budgets=len(state.budgets),
+        replace=state.replace,
     )
     changed = result.changed
 
@@ -815,6 +906,11 @@ def _write(partition: Partition, state: ClusterStateBody) -> IngestResult:
         changed["allocations"]["created" if before is None else "updated"] += 1
         row = (item["id"], *values, item["state"] or AllocationState.RUNNING.value, now)
         (with_state if item["state"] else keep_state).append(row)
+    lock_allocations(
+        partition,
+        [row[0] for row in (*with_state, *keep_state) if row[0] in stored]
+        + list(removals["allocations"]),
+    )
     columns = [*_ALLOCATION_COLUMNS, "state", "state_changed_at"]
     # A state the body names replaces the stored one (stamped when it differs); without one,
     # a new allocation starts running and a stored one keeps its own (the update leaves it).
@@ -840,6 +936,10 @@ def _write(partition: Partition, state: ClusterStateBody) -> IngestResult:
             continue
         changed["asks"]["created" if before is None else "updated"] += 1
         (with_node if item["node"] else keep_node).append((item["id"], *values, item["node"]))
+    lock_asks(
+        partition,
+        [row[0] for row in (*with_node, *keep_node) if row[0] in stored] + list(removals["asks"]),
+    )
     columns = [*_ASK_COLUMNS, "node"]
     _upsert(Ask, partition, "external_id", columns, with_node, update=columns)
     _upsert(Ask, partition, "external_id", columns, keep_node, update=_ASK_COLUMNS)

@@ -42,9 +42,15 @@ from django.utils import timezone
 
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.audit.services import actor_name, new_event, record_event, record_events
+from scheduler_admin.cluster.locking import lock_allocations
 from scheduler_admin.cluster.models import Allocation, AllocationState
-from scheduler_admin.enforcement.models import EvictionOrder, EvictionStatus
-from scheduler_admin.limits import ACKNOWLEDGED_BY_MAX_LENGTH
+from scheduler_admin.enforcement.models import (
+    ClusterStatus,
+    EvictionOrder,
+    EvictionOutcome,
+    EvictionStatus,
+)
+from scheduler_admin.limits import ACKNOWLEDGED_BY_MAX_LENGTH, cap_text
 from scheduler_admin.queues.models import Partition
 
 logger = logging.getLogger(__name__)
@@ -63,8 +69,9 @@ def acknowledge_eviction(
     order_id: int, *, partition_name: str | None = None, actor: AbstractBaseUser | None,
     via: str = "api",
 ) -> EvictionOrder:  # fmt: skip
-    """Mark the order acknowledged and release its allocation; acknowledging twice is harmless
-    (the second call changes nothing and writes no event)."""
+    """Mark the order acknowledged (outcome ``evicted``: the cluster or the webhook receiver
+    says it carried the eviction out) and release its allocation, if it is still there;
+    acknowledging twice is harmless (the second call changes nothing and writes no event)."""
     now = timezone.now()
     with transaction.atomic():
         orders = EvictionOrder.objects.select_for_update().select_related("partition", "victim")
@@ -79,8 +86,15 @@ def acknowledge_eviction(
         order.acknowledged_at = now
         order.acknowledged_by = f"{actor_name(actor)} ({via})"
         order.next_attempt_at = None
+        order.outcome = EvictionOutcome.EVICTED
         order.save(
-            update_fields=["status", "acknowledged_at", "acknowledged_by", "next_attempt_at"]
+            update_fields=[
+                "status",
+                "acknowledged_at",
+                "acknowledged_by",
+                "next_attempt_at",
+                "outcome",
+            ]
         )
         Allocation.objects.filter(
             partition=order.partition, external_id=order.allocation_id
@@ -94,16 +108,13 @@ def acknowledge_eviction(
             at=now,
             summary=f"Eviction of {order.allocation_id} acknowledged ({via}); "
             "the task no longer counts towards usage",
-            data={"via": via},
+            data={"via": via, "outcome": str(EvictionOutcome.EVICTED)},
         )
     return order
 
 
-class AckOutcome(models.TextChoices):
-    """What the cluster says happened to a task it acknowledges (bulk acknowledgement)."""
-
-    EVICTED = "evicted", "Evicted"
-    GONE = "gone", "Already gone (nothing to evict)"
+#: What the cluster says happened to a task it acknowledges (kept on the order as ``outcome``).
+AckOutcome = EvictionOutcome
 
 
 class AckResult(models.TextChoices):
@@ -151,21 +162,146 @@ def acknowledge_evictions(
                 pending.append(row)
         if pending:
             by = f"{actor_name(actor)} ({via})"[:ACKNOWLEDGED_BY_MAX_LENGTH]
-            EvictionOrder.objects.filter(pk__in=[row[0] for row in pending]).update(
-                status=EvictionStatus.ACKNOWLEDGED,
-                acknowledged_at=now,
-                acknowledged_by=by,
-                next_attempt_at=None,
-            )
-            Allocation.objects.filter(
-                partition=partition, external_id__in=[row[2] for row in pending]
-            ).exclude(state=AllocationState.RELEASED).update(
-                state=AllocationState.RELEASED, state_changed_at=now
-            )
+            by_outcome: dict[str, list[int]] = {}
+            for row in pending:
+                by_outcome.setdefault(outcomes[row[0]], []).append(row[0])
+            for outcome, order_ids in sorted(by_outcome.items()):
+                EvictionOrder.objects.filter(pk__in=order_ids).update(
+                    status=EvictionStatus.ACKNOWLEDGED,
+                    acknowledged_at=now,
+                    acknowledged_by=by,
+                    next_attempt_at=None,
+                    outcome=outcome,
+                )
+            released = [row[2] for row in pending]
+            lock_allocations(partition, released)  # in id order, as a cluster-state push does
+            Allocation.objects.filter(partition=partition, external_id__in=released).exclude(
+                state=AllocationState.RELEASED
+            ).update(state=AllocationState.RELEASED, state_changed_at=now)
             record_events(
                 [_ack_event(partition, row, outcomes[row[0]], actor, now, via) for row in pending]
             )
     return [(order_id, results.get(order_id, AckResult.NOT_FOUND)) for order_id, _ in items]
+
+
+class ReportResult(models.TextChoices):
+    """What a report did with one order."""
+
+    REPORTED = "reported", "Kept on the pending order"
+    ALREADY_ACKNOWLEDGED = "already_acknowledged", "Already acknowledged (left as it is)"
+    NOT_FOUND = "not_found", "No such order in the partition (nothing changed)"
+
+
+@dataclass(frozen=True)
+class ClusterReport:
+    """The cluster's answer to one pending order it could not carry out yet."""
+
+    order_id: int
+    status: ClusterStatus
+    reason: str = ""
+    code: int | None = None
+
+
+def report_evictions(
+    partition: Partition,
+    reports: list[ClusterReport],
+    *,
+    actor: AbstractBaseUser | None,
+    now: datetime | None = None,
+) -> list[tuple[int, ReportResult]]:
+    """Keep on each pending order what the cluster answered when it tried to carry it out
+    (``reports``: order ids distinct). Returns each id with what was done, in the reports'
+    order.
+
+    One transaction:
+
+    1. lock the partition's orders named (in id order, as acknowledgements lock them: a report
+       and a bulk acknowledgement of the same orders never deadlock, and a report never writes
+       over an order acknowledged meanwhile, since it reads the status under the lock);
+    2. an acknowledged order is left alone (``already_acknowledged``); an id of no order of the
+       partition is ``not_found``;
+    3. each pending order gets the report: ``cluster_status``, ``cluster_reason`` (cut to
+       ``CLUSTER_MESSAGE_MAX_LENGTH``), ``cluster_code``, ``cluster_reported_at`` and one more
+       ``cluster_attempts``, with one update per distinct answer (an agent reports the same
+       budget refusal for many orders);
+    4. an ``eviction.reported`` audit event for each order whose status or reason changed: an
+       agent retrying a blocked eviction every few seconds keeps the attempts counting without
+       writing an event each time.
+    """
+    now = now or timezone.now()
+    wanted = {report.order_id: report for report in reports}
+    results: dict[int, ReportResult] = {}
+    events: list[AuditEvent] = []
+    with transaction.atomic():
+        rows = list(
+            EvictionOrder.objects.select_for_update(of=("self",))
+            .filter(partition=partition, pk__in=list(wanted))
+            .order_by("pk")
+            .values_list(
+                "pk", "status", "allocation_id", "run_id", "soft", "victim__queue_path",
+                "cluster_status", "cluster_reason", "cluster_attempts",
+            )
+        )  # fmt: skip
+        groups: dict[tuple[str, str, int | None], list[int]] = {}
+        for pk, status, allocation_id, run_id, soft, queue_path, was, was_reason, tries in rows:
+            if status == EvictionStatus.ACKNOWLEDGED:
+                results[pk] = ReportResult.ALREADY_ACKNOWLEDGED
+                continue
+            results[pk] = ReportResult.REPORTED
+            report = wanted[pk]
+            reason = cap_text(report.reason)
+            groups.setdefault((str(report.status), reason, report.code), []).append(pk)
+            if (was, was_reason) != (report.status, reason):
+                events.append(
+                    _report_event(
+                        partition, (pk, allocation_id, run_id, soft, queue_path), report,
+                        reason, tries + 1, actor, now,
+                    )
+                )  # fmt: skip
+        for (status, reason, code), order_ids in sorted(
+            groups.items(), key=lambda item: item[1][0]
+        ):
+            EvictionOrder.objects.filter(pk__in=order_ids).update(
+                cluster_status=status,
+                cluster_reason=reason,
+                cluster_code=code,
+                cluster_attempts=models.F("cluster_attempts") + 1,
+                cluster_reported_at=now,
+            )
+        record_events(events)
+    return [(report.order_id, results.get(report.order_id, ReportResult.NOT_FOUND))
+            for report in reports]  # fmt: skip
+
+
+def _report_event(
+    partition: Partition,
+    order: tuple[int, str, int, bool, str],
+    report: ClusterReport,
+    reason: str,
+    attempts: int,
+    actor: AbstractBaseUser | None,
+    at: datetime,
+) -> AuditEvent:
+    """The ``eviction.reported`` event of one order whose cluster status or reason changed."""
+    order_id, allocation_id, run_id, soft, queue_path = order
+    status = ClusterStatus(report.status)
+    code = f" ({report.code})" if report.code is not None else ""
+    because = f": {reason}" if reason else ""
+    return new_event(
+        AuditKind.EVICTION_REPORTED,
+        actor=actor,
+        at=at,
+        partition_name=partition.name,
+        queue_path=queue_path,
+        object_type="eviction",
+        object_id=str(order_id),
+        summary=f"Eviction of {allocation_id} not carried out yet: {status.label.lower()}"
+        f"{code}{because}",
+        data={
+            "order": order_id, "run": run_id, "allocation": allocation_id, "soft": soft,
+            "status": str(status), "reason": reason, "code": report.code, "attempts": attempts,
+        },
+    )  # fmt: skip
 
 
 def _ack_event(

@@ -262,13 +262,35 @@ class EvictionStatus(models.TextChoices):
     ACKNOWLEDGED = "acknowledged", "Acknowledged"
 
 
+class EvictionOutcome(models.TextChoices):
+    """What the cluster says happened to the task when it acknowledged the order."""
+
+    EVICTED = "evicted", "Evicted"
+    GONE = "gone", "Already gone (nothing to evict)"
+
+
+class ClusterStatus(models.TextChoices):
+    """Why the cluster has not carried out a pending order yet (``evictions/report``)."""
+
+    BLOCKED = "blocked", "Blocked by a disruption budget"
+    FAILED = "failed", "Failed (retrying)"
+    WAITING = "waiting", "Waiting for the pod's owner (soft eviction)"
+
+
 class EvictionOrder(models.Model):
     """The outbox: an order to the cluster to evict one allocation (SPEC 5).
 
     Unique per allocation, so no task can be preempted twice, whichever run or worker tries.
     The cluster polls pending orders and acknowledges them, or receives them by webhook (signed,
     retried with backoff; the order id is the idempotency key). Once acknowledged, the
-    allocation is ``released`` and stops counting towards usage.
+    allocation is ``released`` and stops counting towards usage, and ``outcome`` says whether
+    the task was evicted or already gone.
+
+    While an order is pending, the cluster's agent reports what stops it (``cluster_*``: a
+    disruption budget refusing the eviction, another error, a soft eviction waiting for the
+    pod's owner), so the run page shows why a victim is still running. Only the latest report
+    is kept, with how many were made; an order removed from the cluster meanwhile stays pending
+    until acknowledged (its allocation may already be gone).
     """
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="evictions")
@@ -286,6 +308,16 @@ class EvictionOrder(models.Model):
     webhook_attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
+    #: Set when acknowledged; blank for a pending order (and for orders acknowledged before the
+    #: outcome was kept).
+    outcome = models.CharField(max_length=10, choices=EvictionOutcome.choices, blank=True)
+    cluster_status = models.CharField(max_length=10, choices=ClusterStatus.choices, blank=True)
+    #: At most ``limits.CLUSTER_MESSAGE_MAX_LENGTH`` characters (longer reports are cut).
+    cluster_reason = models.TextField(blank=True)
+    #: The HTTP status the cluster answered (429 for a disruption budget), when there was one.
+    cluster_code = models.PositiveIntegerField(null=True, blank=True)
+    cluster_attempts = models.PositiveIntegerField(default=0)
+    cluster_reported_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["created_at", "id"]

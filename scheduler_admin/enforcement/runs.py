@@ -56,6 +56,7 @@ from preemption.policies import plan_ask, plan_quota
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.audit.services import actor_name, new_event, record_events
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state
+from scheduler_admin.cluster.locking import lock_allocations, lock_asks
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.enforcement.models import (
     ACTIVE_RUN_STATUSES,
@@ -541,7 +542,8 @@ def _stale_ask_plan(
 def _reserve_nodes(partition: Partition, ask: engine.Ask, plan: Plan) -> None:
     """Inter-queue reserves the node for the ask, priority nominates it, job nominates each."""
     if plan.nominations:
-        for ask_id, node in plan.nominations.items():
+        lock_asks(partition, plan.nominations)  # in id order, as a cluster-state push does
+        for ask_id, node in sorted(plan.nominations.items()):
             Ask.objects.filter(partition=partition, external_id=ask_id).update(node=node)
     elif plan.node:
         Ask.objects.filter(partition=partition, external_id=ask.id).update(node=plan.node)
@@ -868,7 +870,8 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
     2. Orders: inserted with ``ON CONFLICT DO NOTHING``; a task another run already evicts
        (``eviction_once_per_allocation``) gets no order, stays marked, and is skipped by the
        next steps, as a single victim's failed insert used to be; the chunk goes on.
-    3. The allocations of the orders created turn ``preempting`` (one update).
+    3. The allocations of the orders created turn ``preempting`` (locked in id order first, as
+       every writer of many allocations locks them, then one update).
     4. One ``victim.preempted`` audit event per order created, as before (one insert).
     """
     now = timezone.now()
@@ -905,6 +908,8 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
         created = [by_pk[pk] for pk in marked if pk in orders]
         if not created:
             return
+        # In id order, as a cluster-state push locks them (``cluster.locking``).
+        lock_allocations(run.partition, [victim.allocation_id for victim in created])
         Allocation.objects.filter(
             partition=run.partition,
             external_id__in=[victim.allocation_id for victim in created],

@@ -347,6 +347,12 @@ def get_partition(name: str, *, lock: bool = False) -> Partition:
     return partition
 
 
+def newest_revision_number(partition: Partition) -> int | None:
+    """The number of the partition's newest config revision (None before the first): the
+    config the cluster should run, as ``config.yaml`` answers it in ``X-Config-Revision``."""
+    return partition.revisions.order_by("-number").values_list("number", flat=True).first()
+
+
 def settings_for_import(name: str) -> PartitionSettings:
     """The product's own settings of a partition (kept when a ``queues.yaml`` is imported, since
     the file does not carry them), or the defaults for a new partition."""

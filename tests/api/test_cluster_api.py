@@ -118,8 +118,8 @@ def test_an_operator_pushes_state_and_gets_the_counts(demo_partition, operator):
     response = operator.post(STATE, state_body(), format="json")
     assert response.status_code == 200, response.content
     assert response.json() == {
-        "nodes": 2, "allocations": 5, "asks": 2, "budgets": 1,
-        "removed": {"nodes": 0, "allocations": 0, "asks": 0},
+        "nodes": 2, "allocations": 5, "asks": 2, "budgets": 1, "replace": False,
+        "removed": {"nodes": 0, "allocations": 0, "asks": 0, "budgets": 0},
         "changed": {
             "nodes": {"created": 2, "updated": 0, "removed": 0},
             "applications": {"created": 5, "updated": 0, "removed": 0},
@@ -166,7 +166,7 @@ def test_removals_delete_the_named_rows(loaded, operator):
     response = operator.post(
         STATE, {"remove": {"allocations": [POD_A, "nope"], "asks": ["ask-2"]}}, format="json"
     )
-    assert response.json()["removed"] == {"nodes": 0, "allocations": 1, "asks": 1}
+    assert response.json()["removed"] == {"nodes": 0, "allocations": 1, "asks": 1, "budgets": 0}
     assert not Allocation.objects.filter(external_id=POD_A).exists()
     assert set(Ask.objects.values_list("external_id", flat=True)) == {"ask-1"}
     # ask-2 was its application's last item: the application is gone; train still has POD_B.

@@ -225,6 +225,13 @@ def test_a_run_shows_its_victims_and_explanations(run, viewer):
     assert [v["allocation_id"] for v in body["victims"]] == ["a2", "b2", "b1"]
     first = body["victims"][0]
     why = first.pop("explanation")
+    eviction = first.pop("eviction")
+    assert eviction == {
+        "id": EvictionOrder.objects.get(allocation_id="a2").pk, "status": "pending",
+        "soft": False, "acknowledged_at": None, "outcome": "", "cluster_status": "",
+        "cluster_reason": "", "cluster_code": None, "cluster_attempts": 0,
+        "cluster_reported_at": None,
+    }  # fmt: skip
     assert first == {
         "position": 0, "allocation_id": "a2", "queue": "root.team.a", "node": "n1",
         "resources": {"memory": "30G"}, "preempted_at": "2026-03-01T12:00:02Z",
@@ -340,7 +347,9 @@ def test_pending_orders_are_listed_for_the_cluster(orders, viewer):
         "id": orders[0].pk, "partition": "default", "allocation_id": "a2",
         "queue": "root.team.a", "node": "n1", "run": orders[0].run_id, "soft": False,
         "status": "pending", "created_at": "2026-03-01T12:00:02Z", "acknowledged_at": None,
-        "acknowledged_by": "", "webhook_attempts": 0, "last_error": "",
+        "acknowledged_by": "", "webhook_attempts": 0, "last_error": "", "outcome": "",
+        "cluster_status": "", "cluster_reason": "", "cluster_code": None, "cluster_attempts": 0,
+        "cluster_reported_at": None,
     }  # fmt: skip
     assert viewer.get(f"{API}/evictions/", {"status": "acknowledged"}).json()["count"] == 0
     assert viewer.get(f"{API}/evictions/", {"queue": "root.team.b"}).json()["count"] == 2
@@ -371,6 +380,7 @@ def test_an_operator_acknowledges_an_order_and_the_task_is_released(orders, oper
     assert body["status"] == "acknowledged"
     assert body["acknowledged_at"] == "2026-03-01T12:00:10Z"
     assert body["acknowledged_by"] == "user-operator (api)"
+    assert body["outcome"] == "evicted"  # the single acknowledgement says it was evicted
     assert Allocation.objects.get(external_id="a2").state == AllocationState.RELEASED
     listed = viewer.get(f"{API}/evictions/", {"status": "pending"}).json()["results"]
     assert [o["allocation_id"] for o in listed] == ["b2", "b1"]

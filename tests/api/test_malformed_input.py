@@ -25,6 +25,7 @@ from rest_framework.test import APIClient
 
 from preemption.config import PartitionConfig
 from scheduler_admin import limits
+from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.cluster.models import Allocation, Ask, Node
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
@@ -431,6 +432,53 @@ def other_write_cases(ctx: Context) -> list[Case]:
              status=frozenset({404})),
         Case("ack: id 2^63", "POST", f"{API}/evictions/{2**63}/ack", None, role="operator",
              status=frozenset({404})),
+        *agent_cases(),
+    ]  # fmt: skip
+
+
+HEARTBEAT = f"{API}/agents/heartbeat"
+REPORT = f"{API}/evictions/report"
+BEAT = {"name": "agent-1", "started_at": "2026-03-01T12:00:00Z"}
+
+
+def agent_cases() -> list[Case]:
+    """The cluster agent's own writes: heartbeats and eviction reports."""
+    failed = {"id": 1, "status": "failed"}
+    return [
+        Case("heartbeat: name NUL", "POST", HEARTBEAT, {**BEAT, "name": NUL}, role="operator",
+             at="name"),
+        Case("heartbeat: name surrogate", "POST", HEARTBEAT, {**BEAT, "name": SURROGATE},
+             role="operator", at="name"),
+        Case("heartbeat: error NUL", "POST", HEARTBEAT, {**BEAT, "last_error": f"a{NUL}"},
+             role="operator", at="last_error"),
+        Case("heartbeat: revision 2^31", "POST", HEARTBEAT,
+             {**BEAT, "running_revision": TOO_BIG}, role="operator", at="running_revision"),
+        Case("heartbeat: count 10^30", "POST", HEARTBEAT, {**BEAT, "counts": {"nodes": HUGE}},
+             role="operator", at="counts.nodes"),
+        Case("heartbeat: lag NaN", "POST", HEARTBEAT, '{"name": "a", "lag_seconds": NaN}',
+             role="operator"),
+        Case("heartbeat: year 0", "POST", HEARTBEAT,
+             {**BEAT, "started_at": "0000-01-01T00:00:00Z"}, role="operator", at="started_at"),
+        Case("heartbeat: year 1 east of UTC", "POST", HEARTBEAT,
+             {**BEAT, "last_push_at": "0001-01-01T00:00:00+05:00"}, role="operator",
+             at="last_push_at"),
+        Case("heartbeat: counts nested 200", "POST", HEARTBEAT, {**BEAT, "counts": nested(200)},
+             role="operator"),
+        Case("heartbeat: deep JSON", "POST", HEARTBEAT, DEEP_JSON, role="operator"),
+        Case("heartbeat: form body", "POST", HEARTBEAT, "name=a",
+             content_type="application/x-www-form-urlencoded", role="operator",
+             status=frozenset({415})),
+        Case("heartbeat: partition NUL", "POST", "/api/v1/partitions/a%00/agents/heartbeat",
+             BEAT, role="operator", at="path"),
+        Case("report: reason surrogate", "POST", REPORT,
+             {"orders": [{**failed, "reason": SURROGATE}]}, role="operator", at="orders"),
+        Case("report: id 10^30", "POST", REPORT, {"orders": [{**failed, "id": HUGE}]},
+             role="operator", at="orders[0].id"),
+        Case("report: code 2^31", "POST", REPORT, {"orders": [{**failed, "code": TOO_BIG}]},
+             role="operator", at="orders[0].code"),
+        Case("report: status NUL", "POST", REPORT,
+             {"orders": [{"id": 1, "status": NUL}]}, role="operator", at="orders"),
+        Case("report: deep JSON", "POST", REPORT, DEEP_JSON, role="operator"),
     ]  # fmt: skip
 
 
@@ -586,7 +634,16 @@ def snapshot() -> dict[str, Any]:
         "audit": AuditEvent.objects.count(),
         "timers": list(QuotaTimer.objects.order_by("pk").values_list("pk", "status", "due_at")),
         "runs": PreemptionRun.objects.count(),
-        "evictions": list(EvictionOrder.objects.order_by("pk").values_list("pk", "status")),
+        "evictions": list(
+            EvictionOrder.objects.order_by("pk").values_list(
+                "pk", "status", "outcome", "cluster_status", "cluster_reason", "cluster_attempts"
+            )
+        ),
+        "agents": list(
+            ClusterAgent.objects.order_by("pk").values_list(
+                "name", "last_heartbeat_at", "running_revision", "last_error", "counts"
+            )
+        ),
         "cluster": (Node.objects.count(), Allocation.objects.count(), Ask.objects.count()),
         "tokens": Token.objects.count(),
     }  # fmt: skip
@@ -689,6 +746,7 @@ def test_options_on_every_endpoint_answers_without_a_server_error(ctx):
         f"{API}/revisions/1/", f"{API}/revisions/1/revert", f"{API}/simulate",
         f"{API}/cluster-state", f"{API}/nodes/", f"{API}/allocations/", f"{API}/timers/",
         f"{API}/timers/{ctx.timer_id}/cancel", f"{API}/evictions/", "/api/v1/runs/",
+        f"{API}/evictions/report", f"{API}/agents/", f"{API}/agents/heartbeat",
         "/api/v1/audit/", TOKEN,
     ]  # fmt: skip
     for role in ("admin", "viewer"):

@@ -247,3 +247,33 @@ def test_each_kind_of_answer_matches_its_documented_schema(api_schema, live):
     credentials = {"username": "token-user", "password": TOKEN_USER_PASSWORD}
     token = call("/api/v1/auth/token/", "POST", body=credentials).json()
     assert len(token["token"]) == 40
+
+
+def test_the_cluster_agents_answers_match_their_documented_schema(api_schema, live):
+    """What the cluster agent sends and reads: a replace push, a heartbeat, the agents list,
+    an eviction report, the orders with the cluster's answer, a run's victims, and the
+    published config with its revision header."""
+    default = {"partition": "default"}
+    call = functools.partial(_call, api_schema, media_type="application/json")
+    state = {"nodes": [{"name": "n1", "capacity": {"memory": "1000G"}}], "replace": True,
+             "remove": {"budgets": ["pdb1"]}}  # fmt: skip
+    pushed = call(f"{P}/cluster-state", "POST", path_parameters=default, body=state).json()
+    assert pushed["replace"] is True and pushed["removed"]["budgets"] == 1
+    beat = {"name": "agent-1", "cluster": "kind", "started_at": "2026-03-01T12:00:00Z",
+            "running_revision": 1, "publishing": True, "lag_seconds": 1.5,
+            "counts": {"nodes": 1}}  # fmt: skip
+    answer = call(f"{P}/agents/heartbeat", "POST", path_parameters=default, body=beat).json()
+    assert answer["agent"]["running_revision"] == 1 and answer["config_revision"] >= 1
+    assert call(f"{P}/agents/", "GET", path_parameters=default).json()["count"] == 1
+    report = {"orders": [{"id": live.order.pk, "status": "blocked", "reason": "pdb",
+                          "code": 429}, {"id": 999999, "status": "failed"}]}  # fmt: skip
+    reported = call(f"{P}/evictions/report", "POST", path_parameters=default, body=report)
+    assert reported.json()["reported"] == 1 and reported.json()["not_found"] == 1
+    order = call(f"{P}/evictions/{{id}}/", "GET", path_parameters={**default,
+                 "id": live.order.pk}).json()  # fmt: skip
+    assert order["cluster_status"] == "blocked"
+    run = call("/api/v1/runs/{id}/", "GET", path_parameters={"id": live.order.run_id}).json()
+    assert any(victim["eviction"] for victim in run["victims"])
+    published = call(f"{P}/config.yaml", "GET", path_parameters=default,
+                     query={"publish": "true"})  # fmt: skip
+    assert published.headers["x-config-revision"] == [str(answer["config_revision"])]

@@ -93,6 +93,12 @@ def writes(live: Live) -> dict[tuple[str, str], Write]:
         (f"{P}/evictions/acknowledge", "post"): Write(
             default, {"orders": [{"id": live.order.pk, "outcome": "evicted"}]}
         ),
+        (f"{P}/evictions/report", "post"): Write(
+            default, {"orders": [{"id": live.order.pk, "status": "blocked", "code": 429}]}
+        ),
+        (f"{P}/agents/heartbeat", "post"): Write(
+            default, {"name": "agent-1", "started_at": "2026-03-01T12:00:00Z"}
+        ),
         ("/api/v1/runs/{id}/abort", "post"): Write({"id": live.active_run.pk}, {"comment": "x"}),
     }
 

@@ -19,6 +19,7 @@ from django.db import models
 
 from preemption.model import Outcome, PolicyName, PreemptionPolicy, QoS, Reason
 from scheduler_admin import limits
+from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.models import (
     Allocation,
@@ -33,7 +34,9 @@ from scheduler_admin.cluster.services import IngestErrors, ingest_cluster_state
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.evictions import acknowledge_eviction
 from scheduler_admin.enforcement.models import (
+    ClusterStatus,
     EvictionOrder,
+    EvictionOutcome,
     EvictionStatus,
     PreemptionRun,
     QueueLock,
@@ -88,6 +91,9 @@ LIMITED = {
     (RunCandidate, "node_name"): limits.CLUSTER_ID_MAX_LENGTH,
     (RunCandidate, "budget"): limits.CLUSTER_ID_MAX_LENGTH,
     (RunCandidate, "required_node"): limits.CLUSTER_ID_MAX_LENGTH,
+    (ClusterAgent, "name"): limits.AGENT_NAME_MAX_LENGTH,
+    (ClusterAgent, "cluster"): limits.AGENT_CLUSTER_MAX_LENGTH,
+    (ClusterAgent, "version"): limits.AGENT_VERSION_MAX_LENGTH,
 }
 # The product's own vocabularies: each column holds the longest of its words.
 VOCABULARIES = {
@@ -96,13 +102,15 @@ VOCABULARIES = {
     (Ask, "preemption_policy"): [p.value for p in PreemptionPolicy],
     (Ask, "state"): AskState.values,
     (AuditEvent, "kind"): AuditKind.values,
-    (AuditEvent, "object_type"): ["cluster-state", "config", "eviction", "run", "timer"],
+    (AuditEvent, "object_type"): ["cluster-state", "config", "eviction", "run", "timer", "agent"],
     (QuotaTimer, "status"): TimerStatus.values,
     (PreemptionRun, "policy"): [p.value for p in PolicyName],
     (PreemptionRun, "trigger"): ["quota_timer", "ask", "job"],
     (PreemptionRun, "status"): RunStatus.values,
     (PreemptionRun, "outcome"): [o.value for o in Outcome],
     (EvictionOrder, "status"): EvictionStatus.values,
+    (EvictionOrder, "outcome"): EvictionOutcome.values,
+    (EvictionOrder, "cluster_status"): ClusterStatus.values,
     (RunCandidate, "reason"): [r.value for r in Reason],
     (RunCandidate, "qos"): [q.value for q in QoS],
 }
@@ -110,7 +118,7 @@ VOCABULARIES = {
 OTHER = {(PreemptionRun, "worker")}
 MODELS = [
     Node, Application, Allocation, Ask, DisruptionBudget, AuditEvent,
-    QuotaTimer, QueueLock, PreemptionRun, RunVictim, RunCandidate, EvictionOrder,
+    QuotaTimer, QueueLock, PreemptionRun, RunVictim, RunCandidate, EvictionOrder, ClusterAgent,
 ]  # fmt: skip
 
 

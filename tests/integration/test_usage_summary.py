@@ -2,7 +2,8 @@
 triggers on the allocation table (migration ``cluster.0003``), on real PostgreSQL.
 
 Every write path is driven and the summaries compared with a ``SUM`` over the tasks
-(``check_summary``): ingest (new, changed, moved, released and removed tasks), ``COPY``, a real
+(``check_summary``): ingest (new, changed, moved, released and removed tasks, and replace pushes
+that remove every task they do not list), ``COPY``, a real
 run's evictions, acknowledgements, bulk ORM updates and deletes, the demo simulator's build and
 churn, ``TRUNCATE`` and a partition's deletion; random ingests; writers of the same queues
 released together (in opposite orders, which would deadlock if each statement locked the summary
@@ -21,6 +22,7 @@ import time_machine
 from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 
+from preemption.resources import format_resources
 from scheduler_admin.bench.data import copy_allocations
 from scheduler_admin.cluster.adapters import queue_usage, usage_of_queues
 from scheduler_admin.cluster.models import (
@@ -71,6 +73,21 @@ def reads_agree(partition: Partition) -> None:
         assert sorted(leaf_usage(partition, "root.team", states=states)) == sorted(
             summed_from_tasks(partition, "root.team", states=states)
         )
+
+
+def stored_items(partition: Partition) -> list[dict[str, object]]:
+    """The partition's allocations as a cluster-state push lists them (state left out)."""
+    return [
+        {"id": id_, "app": app, "queue": queue, "node": node,
+         "resources": format_resources(resources)}
+        for id_, app, queue, node, resources in Allocation.objects.filter(partition=partition)
+        .order_by("external_id")
+        .values_list("external_id", "application__external_id", "queue_path", "node_name",
+                     "resources")
+    ]  # fmt: skip
+
+
+NODES = [{"name": "n1", "capacity": {"memory": "1000G"}}]
 
 
 def test_every_write_path_keeps_the_summaries_equal_to_a_sum_over_the_tasks() -> None:
@@ -148,6 +165,17 @@ def test_every_write_path_keeps_the_summaries_equal_to_a_sum_over_the_tasks() ->
     reads_agree(partition)
     assert not QueueUsagePath.objects.filter(queue_path="root.gone").exists()
 
+    # A replace push: every task but the first three, one resized and one naming no app of its
+    # own any more; the three are removed because the body does not list them.
+    items = stored_items(partition)
+    items[3]["resources"] = {"memory": "11G", "gpu": "1"}
+    items[4]["app"] = items[5]["app"]
+    result = ingest_cluster_state(
+        partition, {"nodes": NODES, "allocations": items[3:], "replace": True}, actor=None
+    )
+    assert result.removed["allocations"] == 3
+    reads_agree(partition)
+
 
 def test_deleting_a_partition_empties_its_summaries() -> None:
     """Its tasks go with it (Django's cascade), and their deltas empty its rows; the other
@@ -220,6 +248,15 @@ def test_random_ingests_keep_the_summaries() -> None:
             partition, {"allocations": items, "remove": {"allocations": gone}}, actor=None
         )
         reads_agree(partition)
+        # Now and then the whole state again, as an agent that re-listed the cluster: a random
+        # part of what is stored, the rest removed.
+        if rng.random() < 0.4:
+            listed = [item for item in stored_items(partition) if rng.random() < 0.8]
+            ingest_cluster_state(
+                partition, {"nodes": NODES, "allocations": listed, "replace": True}, actor=None
+            )
+            known = [item["id"] for item in listed]
+            reads_agree(partition)
 
 
 def test_writers_of_the_same_queues_released_together_never_deadlock_nor_lose_a_change() -> None:

@@ -225,25 +225,41 @@ class ClusterStateBudgetSerializer(StrictSerializer):
 
 
 class ClusterStateRemoveSerializer(StrictSerializer):
+    """What to delete by id or name (ids that name nothing are ignored)."""
+
     nodes = serializers.ListField(child=_id(), required=False)
     allocations = serializers.ListField(child=_id(), required=False)
     asks = serializers.ListField(child=_id(), required=False)
+    budgets = serializers.ListField(child=_id(), required=False)
 
 
 class ClusterStateSerializer(StrictSerializer):
-    """Bulk upserts (by id or name) and removals, all or nothing."""
+    """Bulk upserts (by id or name) and removals, all or nothing; with ``replace``, the
+    partition's whole state."""
 
     nodes = ClusterStateNodeSerializer(many=True, required=False)
     allocations = ClusterStateAllocationSerializer(many=True, required=False)
     asks = ClusterStateAskSerializer(many=True, required=False)
     budgets = ClusterStateBudgetSerializer(many=True, required=False)
     remove = ClusterStateRemoveSerializer(required=False)
+    replace = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="true: the body is the partition's whole state. Every node, allocation, ask "
+        "and budget of the partition that it does not list is removed, and the applications "
+        "left without tasks or asks; nodes that items name must then be in `nodes`. A cluster "
+        "agent sends this after listing the cluster (at start, after a watch was lost).",
+    )
 
 
 class RemovedCountsSerializer(serializers.Serializer):
+    """Rows deleted: by the `remove` lists and, with `replace`, because the body did not list
+    them."""
+
     nodes = serializers.IntegerField()
     allocations = serializers.IntegerField()
     asks = serializers.IntegerField()
+    budgets = serializers.IntegerField()
 
 
 class ChangeCountsSerializer(serializers.Serializer):
@@ -273,5 +289,6 @@ class IngestResultSerializer(serializers.Serializer):
     allocations = serializers.IntegerField(help_text="Allocations in the body.")
     asks = serializers.IntegerField(help_text="Asks in the body.")
     budgets = serializers.IntegerField(help_text="Disruption budgets in the body.")
+    replace = serializers.BooleanField(help_text="Whether the body replaced the whole state.")
     removed = RemovedCountsSerializer()
     changed = ChangedSerializer()

@@ -102,9 +102,10 @@ class ClusterStateView(PartitionScoped, APIView):
         description=(
             "Upserts by id (nodes and budgets by name) and removals, all or nothing. Items use "
             "the scenario files' field names and defaults; applications are created from "
-            "`app`/`queue`. Sending the same body twice changes nothing: only new or changed rows "
-            "are written, `changed` counts them, and a push that changes nothing records no "
-            "audit event."
+            '`app`/`queue`. With `"replace": true` the body is the partition\'s whole state: '
+            "whatever it does not list is removed in the same transaction. Sending the same "
+            "body twice changes nothing: only new or changed rows are written, `changed` counts "
+            "them, and a push that changes nothing records no audit event."
         ),
         request=serializers.ClusterStateSerializer,
         responses={200: serializers.IngestResultSerializer, **WRITE_ERRORS},

@@ -12,17 +12,26 @@ from rest_framework import serializers
 from preemption import resources
 from scheduler_admin.api.fields import RESOURCES_SCHEMA, ResourcesField, TargetsField
 from scheduler_admin.api.strict import StrictSerializer
-from scheduler_admin.enforcement.evictions import AckOutcome, AckResult
+from scheduler_admin.enforcement.evictions import AckOutcome, AckResult, ReportResult
 from scheduler_admin.enforcement.exports import EXPLANATION_FIELDS, explanation_items
 from scheduler_admin.enforcement.models import (
+    ClusterStatus,
     EvictionOrder,
+    EvictionOutcome,
     PreemptionRun,
     QuotaTimer,
     RunCandidate,
     RunVictim,
     TimerStatus,
 )
-from scheduler_admin.limits import BULK_ACK_MAX_ORDERS, COMMENT_MAX_LENGTH
+from scheduler_admin.limits import (
+    BIGINT_MAX,
+    BULK_ACK_MAX_ORDERS,
+    BULK_REPORT_MAX_ORDERS,
+    CLUSTER_MESSAGE_MAX_LENGTH,
+    COMMENT_MAX_LENGTH,
+    POSITIVE_INT_MAX,
+)
 
 
 class TimerSerializer(serializers.ModelSerializer):
@@ -82,21 +91,74 @@ class ExplanationSerializer(serializers.ModelSerializer):
         }  # fmt: skip
 
 
+#: What the cluster answered about an order: kept on the order, shown wherever it is.
+CLUSTER_ANSWER_FIELDS = [
+    "outcome", "cluster_status", "cluster_reason", "cluster_code", "cluster_attempts",
+    "cluster_reported_at",
+]  # fmt: skip
+CLUSTER_ANSWER_HELP = {
+    "cluster_reason": {"help_text": "What the cluster said, with its last report."},
+    "cluster_code": {"help_text": "The HTTP status of the cluster's answer (429: a "
+                     "disruption budget), when there was one."},
+    "cluster_attempts": {"help_text": "How many reports the cluster made (each a failed "
+                         "attempt to carry the order out)."},
+    "cluster_reported_at": {"help_text": "When the last report arrived."},
+}  # fmt: skip
+
+
+class ClusterAnswerFields(serializers.ModelSerializer):
+    """The two vocabularies of an order's answer, declared so that the schema says they may be
+    empty (a read-only model field would lose ``allow_blank``)."""
+
+    outcome = serializers.ChoiceField(
+        choices=EvictionOutcome.choices, allow_blank=True, read_only=True,
+        help_text="Set when acknowledged: `evicted`, or `gone` when the task had already ended; "
+        "empty while pending (and for orders acknowledged before the outcome was kept).",
+    )  # fmt: skip
+    cluster_status = serializers.ChoiceField(
+        choices=ClusterStatus.choices, allow_blank=True, read_only=True,
+        help_text="The cluster's last report while the order is pending (`evictions/report`): "
+        "`blocked` (a disruption budget refused the eviction), `failed` (another error; "
+        "retried) or `waiting` (soft eviction: the pod is labelled, its owner deletes it); "
+        "empty: none.",
+    )  # fmt: skip
+
+
+class VictimEvictionSerializer(ClusterAnswerFields):
+    """A victim's eviction order, and what the cluster answered about it."""
+
+    class Meta:
+        model = EvictionOrder
+        fields = ["id", "status", "soft", "acknowledged_at", *CLUSTER_ANSWER_FIELDS]
+        read_only_fields = fields
+        extra_kwargs = CLUSTER_ANSWER_HELP
+
+
 class VictimSerializer(serializers.ModelSerializer):
-    """A victim in the order taken, with its own explanation (why it was taken)."""
+    """A victim in the order taken, with its own explanation (why it was taken) and its
+    eviction order (null when it has none: not preempted yet, or another run evicts it)."""
 
     queue = serializers.CharField(source="queue_path", read_only=True)
     node = serializers.CharField(source="node_name", read_only=True)
     resources = ResourcesField(read_only=True)
     explanation = serializers.SerializerMethodField()
+    eviction = serializers.SerializerMethodField()
 
     class Meta:
         model = RunVictim
         fields = [
             "position", "allocation_id", "queue", "node", "resources", "preempted_at",
-            "explanation",
+            "explanation", "eviction",
         ]  # fmt: skip
         read_only_fields = fields
+
+    @extend_schema_field(VictimEvictionSerializer(allow_null=True))
+    def get_eviction(self, victim: RunVictim) -> dict[str, Any] | None:
+        try:
+            order = victim.eviction
+        except EvictionOrder.DoesNotExist:
+            return None
+        return VictimEvictionSerializer(order).data
 
     @extend_schema_field(ExplanationSerializer(allow_null=True))
     def get_explanation(self, victim: RunVictim) -> dict[str, Any] | None:
@@ -170,7 +232,7 @@ class RunDetailSerializer(RunSerializer):
 
     @extend_schema_field(VictimSerializer(many=True))
     def get_victims(self, run: PreemptionRun) -> list[dict[str, Any]]:
-        victims = list(run.victims.order_by("position"))
+        victims = list(run.victims.select_related("eviction").order_by("position"))
         explanations = run.candidates.filter(
             candidate__in=[victim.allocation_id for victim in victims]
         )
@@ -196,8 +258,9 @@ class CancelTimerSerializer(AbortSerializer):
     """Why an operator cancels a quota timer (kept in the ``timer.cancelled`` audit event)."""
 
 
-class EvictionSerializer(serializers.ModelSerializer):
-    """An order to the cluster to evict one allocation; the cluster acknowledges it by id."""
+class EvictionSerializer(ClusterAnswerFields):
+    """An order to the cluster to evict one allocation; the cluster acknowledges it by id, and
+    reports on it while it cannot carry it out."""
 
     partition = serializers.CharField(source="partition.name", read_only=True)
     queue = serializers.CharField(source="victim.queue_path", read_only=True)
@@ -208,14 +271,29 @@ class EvictionSerializer(serializers.ModelSerializer):
         fields = [
             "id", "partition", "allocation_id", "queue", "node", "run", "soft", "status",
             "created_at", "acknowledged_at", "acknowledged_by", "webhook_attempts", "last_error",
+            *CLUSTER_ANSWER_FIELDS,
         ]  # fmt: skip
         read_only_fields = fields
+        extra_kwargs = CLUSTER_ANSWER_HELP
+
+
+def _distinct_ids(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A list of orders names each id once (``serializers.ValidationError`` otherwise)."""
+    seen: set[int] = set()
+    twice = sorted({item["id"] for item in items if item["id"] in seen or seen.add(item["id"])})
+    if twice:
+        shown = ", ".join(str(order_id) for order_id in twice[:10])
+        more = f" and {len(twice) - 10} more" if len(twice) > 10 else ""
+        raise serializers.ValidationError(f"Orders listed more than once: {shown}{more}.")
+    return items
 
 
 class AckItemSerializer(StrictSerializer):
     """One order to acknowledge, and what happened to its task."""
 
-    id = serializers.IntegerField(min_value=1, help_text="The eviction order's id.")
+    id = serializers.IntegerField(
+        min_value=1, max_value=BIGINT_MAX, help_text="The eviction order's id."
+    )
     outcome = serializers.ChoiceField(
         choices=AckOutcome.choices,
         default=AckOutcome.EVICTED,
@@ -232,13 +310,7 @@ class BulkAckSerializer(StrictSerializer):
     )
 
     def validate_orders(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        seen: set[int] = set()
-        twice = sorted({item["id"] for item in items if item["id"] in seen or seen.add(item["id"])})
-        if twice:
-            shown = ", ".join(str(order_id) for order_id in twice[:10])
-            more = f" and {len(twice) - 10} more" if len(twice) > 10 else ""
-            raise serializers.ValidationError(f"Orders listed more than once: {shown}{more}.")
-        return items
+        return _distinct_ids(items)
 
 
 class AckItemResultSerializer(serializers.Serializer):
@@ -257,3 +329,56 @@ class BulkAckResultSerializer(serializers.Serializer):
         help_text="Ids that name no eviction order of the partition (nothing changed)."
     )
     results = AckItemResultSerializer(many=True)
+
+
+class ReportItemSerializer(StrictSerializer):
+    """What the cluster answered when it tried to carry out one pending order."""
+
+    id = serializers.IntegerField(
+        min_value=1, max_value=BIGINT_MAX, help_text="The eviction order's id."
+    )
+    status = serializers.ChoiceField(
+        choices=ClusterStatus.choices,
+        help_text="`blocked`: a disruption budget refused the eviction (429); `failed`: another "
+        "error (the agent retries); `waiting`: soft eviction, the pod is labelled and its owner "
+        "is expected to delete it.",
+    )
+    reason = serializers.CharField(
+        required=False, allow_blank=True, default="", trim_whitespace=False,
+        help_text="What the cluster said. Longer than "
+        f"{CLUSTER_MESSAGE_MAX_LENGTH} characters is cut, not refused.",
+    )  # fmt: skip
+    code = serializers.IntegerField(
+        required=False, allow_null=True, default=None, min_value=0, max_value=POSITIVE_INT_MAX,
+        help_text="The HTTP status of the cluster's answer (429 for a disruption budget); null "
+        "when there was none (e.g. the cluster could not be reached).",
+    )  # fmt: skip
+
+
+class BulkReportSerializer(StrictSerializer):
+    """Reports on pending orders (distinct ids, at most ``BULK_REPORT_MAX_ORDERS``)."""
+
+    orders = serializers.ListField(
+        child=ReportItemSerializer(), allow_empty=False, max_length=BULK_REPORT_MAX_ORDERS
+    )
+
+    def validate_orders(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return _distinct_ids(items)
+
+
+class ReportItemResultSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    result = serializers.ChoiceField(choices=ReportResult.choices)
+
+
+class BulkReportResultSerializer(serializers.Serializer):
+    """What a report did: counts, and each order's result in the request's order."""
+
+    reported = serializers.IntegerField(help_text="Pending orders that got the report.")
+    already_acknowledged = serializers.IntegerField(
+        help_text="Orders acknowledged before (left unchanged)."
+    )
+    not_found = serializers.IntegerField(
+        help_text="Ids that name no eviction order of the partition (nothing changed)."
+    )
+    results = ReportItemResultSerializer(many=True)

@@ -1,7 +1,7 @@
 """Live-loop routes under ``/api/v1/`` (SPEC 7; the paths are part of the contract).
 
-The writes (``timers/{id}/cancel``, ``evictions/{id}/ack``, ``evictions/acknowledge`` and
-``runs/{id}/abort``) are accepted
+The writes (``timers/{id}/cancel``, ``evictions/{id}/ack``, ``evictions/acknowledge``,
+``evictions/report`` and ``runs/{id}/abort``) are accepted
 with and without a trailing slash; the optional slash is written ``(?:/)?`` rather than ``/?`` so
 the OpenAPI schema shows the SPEC's paths, without the slash.
 """
@@ -59,6 +59,11 @@ urlpatterns = [
         rf"{RE_P}/evictions/acknowledge(?:/)?$",
         _write(views.EvictionViewSet, "acknowledge"),
         name="api-eviction-acknowledge",
+    ),
+    re_path(
+        rf"{RE_P}/evictions/report(?:/)?$",
+        _write(views.EvictionViewSet, "report"),
+        name="api-eviction-report",
     ),
     re_path(
         rf"{RE_P}/evictions/(?P<pk>[0-9]+)/ack(?:/)?$",

@@ -48,14 +48,17 @@ from scheduler_admin.enforcement import exports, filtersets
 from scheduler_admin.enforcement.api import serializers
 from scheduler_admin.enforcement.evictions import (
     AckResult,
+    ClusterReport,
     OrderNotFound,
+    ReportResult,
     acknowledge_eviction,
     acknowledge_evictions,
+    report_evictions,
 )
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
 from scheduler_admin.enforcement.runs import RunNotActive, RunNotFound, abort_run
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
-from scheduler_admin.limits import BULK_ACK_MAX_ORDERS
+from scheduler_admin.limits import BULK_ACK_MAX_ORDERS, BULK_REPORT_MAX_ORDERS
 
 # A POST that reads no field: an empty object, every field sent refused (``api.strict``).
 NO_BODY = EmptyBodySerializer
@@ -213,7 +216,7 @@ class EvictionViewSet(PartitionReadOnlyViewSet):
     filterset_class = filtersets.EvictionFilterSet
     ordering_fields = ["created_at", "acknowledged_at"]
     ordering = ["created_at", "id"]
-    action_roles = {"ack": OPERATOR, "acknowledge": OPERATOR}
+    action_roles = {"ack": OPERATOR, "acknowledge": OPERATOR, "report": OPERATOR}
 
     @extend_schema(
         summary="Acknowledge an eviction order",
@@ -262,6 +265,42 @@ class EvictionViewSet(PartitionReadOnlyViewSet):
                 "acknowledged": counts[AckResult.ACKNOWLEDGED],
                 "already_acknowledged": counts[AckResult.ALREADY_ACKNOWLEDGED],
                 "not_found": counts[AckResult.NOT_FOUND],
+                "results": [{"id": order_id, "result": result} for order_id, result in done],
+            }
+        )
+
+    @extend_schema(
+        summary="Report what the cluster answered about pending eviction orders",
+        description="For the cluster's agent, when it could not carry an order out yet: "
+        f"`orders` lists up to {BULK_REPORT_MAX_ORDERS:,} distinct order ids, each with a "
+        "`status` (`blocked`: a disruption budget refused it; `failed`: another error, "
+        "retried; `waiting`: a soft eviction waiting for the pod's owner), the cluster's "
+        "`reason` and the HTTP `code`. In one transaction each still pending order keeps the "
+        "report (`cluster_status`, `cluster_reason`, `cluster_code`, `cluster_reported_at`) "
+        "and counts one more `cluster_attempts`; an acknowledged order is left alone "
+        "(`already_acknowledged`), and an id of no order of the partition is `not_found`. An "
+        "`eviction.reported` audit event is written only when an order's status or reason "
+        "changes. A body that is not valid (no orders, too many, an id listed twice, an "
+        "unknown status or field) is a 400 naming each problem, and nothing is stored. The "
+        "request counts once against the write throttle.",
+        request=serializers.BulkReportSerializer,
+        responses={200: serializers.BulkReportResultSerializer, **WRITE_ERRORS},
+    )
+    @action(detail=False, methods=["post"])
+    def report(self, request: Request, partition: str) -> Response:
+        body = serializers.BulkReportSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        reports = [
+            ClusterReport(item["id"], item["status"], item["reason"], item["code"])
+            for item in body.validated_data["orders"]
+        ]
+        done = report_evictions(self.partition, reports, actor=request.user)
+        counts = Counter(result for _, result in done)
+        return Response(
+            {
+                "reported": counts[ReportResult.REPORTED],
+                "already_acknowledged": counts[ReportResult.ALREADY_ACKNOWLEDGED],
+                "not_found": counts[ReportResult.NOT_FOUND],
                 "results": [{"id": order_id, "result": result} for order_id, result in done],
             }
         )

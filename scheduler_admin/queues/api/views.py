@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from django.conf import settings
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -76,7 +77,11 @@ from scheduler_admin.queues.api.serializers import (
 )
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.queues.saved import current_config, current_tree
-from scheduler_admin.queues.yaml_io import parse_queues_yaml, render_queues_yaml
+from scheduler_admin.queues.yaml_io import (
+    config_to_publish,
+    parse_queues_yaml,
+    render_queues_yaml,
+)
 
 DRY_RUN = OpenApiParameter(
     "dry_run", OpenApiTypes.BOOL, description="validate and preview, save nothing"
@@ -99,6 +104,17 @@ QUEUES_YAML = {
 
 def _dry_run(request: Request) -> bool:
     return request.query_params.get("dry_run", "").lower() in {"1", "true", "yes"}
+
+
+def _bool_param(request: Request, name: str) -> bool:
+    """An optional true/false query parameter; anything else is a 400 naming it (a misspelt
+    ``?publish=ture`` must not quietly answer the other document)."""
+    raw = request.query_params.get(name, "").lower()
+    if raw in {"", "0", "false", "no"}:
+        return False
+    if raw in {"1", "true", "yes"}:
+        return True
+    raise ValidationError({name: ["must be true or false"]})
 
 
 def _partition(name: str) -> Partition:
@@ -458,17 +474,48 @@ class ConfigYamlView(APIView):
     @extend_schema(
         summary="The partition as YuniKorn queues.yaml",
         description="`X-YuniKorn-Min-Version` names the oldest YuniKorn release that reads it "
-        "as this product does, when there is one.",
+        "as this product does, when there is one. `X-Config-Revision` is the number of the "
+        "partition's newest revision, which this document is. With `?publish=true`, the "
+        "document the cluster should run (what the cluster agent writes into YuniKorn's "
+        "ConfigMap): the same, except that the partition's `quotapreemptionenabled` is off "
+        "(left out, YuniKorn's default) unless the product setting "
+        "PUBLISH_YUNIKORN_QUOTA_PREEMPTION is true, because the product itself enforces quota "
+        "decreases and YuniKorn must not enforce them a second time.",
+        parameters=[
+            OpenApiParameter(
+                "publish",
+                OpenApiTypes.BOOL,
+                description="The config for the cluster: YuniKorn's own quota preemption off "
+                "(unless PUBLISH_YUNIKORN_QUOTA_PREEMPTION).",
+            ),
+            OpenApiParameter(
+                "X-Config-Revision",
+                {"type": "string", "pattern": "^[0-9]+$"},
+                OpenApiParameter.HEADER,
+                response=[200],
+                description="The partition's newest revision number (absent only for a "
+                "partition without any revision).",
+            ),
+        ],
         responses={(200, "application/yaml"): QUEUES_YAML},
     )
     def get(self, request: Request, partition: str) -> HttpResponse:
         obj = _partition(partition)
+        publish = _bool_param(request, "publish")
         config = obj.current_config()
+        tag = f"config-{obj.name}"
+        if publish:
+            quota = settings.PUBLISH_YUNIKORN_QUOTA_PREEMPTION
+            config = config_to_publish(config, quota_preemption=quota)
+            tag += "-published" + ("-with-quota-preemption" if quota else "")
         response = HttpResponse(render_queues_yaml([config]), content_type="application/yaml")
-        response["ETag"] = f'"config-{obj.name}-v{obj.version}"'
+        response["ETag"] = f'"{tag}-v{obj.version}"'  # ends "-v<version>", as If-Match reads it
         version, _ = yunikorn_min_version([config])
         if version is not None:
             response["X-YuniKorn-Min-Version"] = version
+        revision = services.newest_revision_number(obj)
+        if revision is not None:
+            response["X-Config-Revision"] = str(revision)
         return response
 
     @extend_schema(
