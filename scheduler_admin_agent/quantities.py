@@ -70,12 +70,14 @@ def product_amount(resource: str, value: Fraction) -> int:
     return max(0, math.ceil(value))
 
 
-def product_resources(values: dict[str, Fraction]) -> dict[str, int]:
-    """A Kubernetes resource list (exact values) in the product's names and units; zero
-    amounts are left out (a missing type is 0 for a task and for a node's capacity)."""
-    result: dict[str, int] = {}
+def product_resources(values: dict[str, Fraction]) -> dict[str, int | str]:
+    """A Kubernetes resource list (exact values) as the product's API reads it: its names,
+    ``vcore`` as millicores written ``"1500m"`` (a bare integer would be whole cores there),
+    everything else as an integer; zero amounts are left out (a missing type is 0 for a task
+    and for a node's capacity)."""
+    result: dict[str, int | str] = {}
     for name, value in values.items():
         amount = product_amount(name, value)
         if amount:
-            result[PRODUCT_NAMES.get(name, name)] = amount
+            result[PRODUCT_NAMES.get(name, name)] = f"{amount}m" if name == "cpu" else amount
     return result

@@ -258,7 +258,7 @@ def pod_requests(pod: Any) -> dict[str, Fraction]:
     return total
 
 
-def task_resources(pod: Any) -> dict[str, int]:
+def task_resources(pod: Any) -> dict[str, int | str]:
     """The pod's request in the product's units, with ``pods: 1``."""
     resources = product_resources(pod_requests(pod))
     resources["pods"] = 1

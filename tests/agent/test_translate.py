@@ -123,11 +123,11 @@ def test_malformed_quantities_are_refused(text: str) -> None:
         parse_quantity(text)
 
 
-def test_cpu_becomes_vcore_millicores_and_amounts_round_up() -> None:
+def test_cpu_becomes_vcore_millicores_written_with_m_and_amounts_round_up() -> None:
     assert product_resources(
         {"cpu": Fraction(1, 4), "memory": Fraction(1, 2), "nvidia.com/gpu": Fraction(2)}
-    ) == {"vcore": 250, "memory": 1, "nvidia.com/gpu": 2}
-    assert product_resources({"cpu": parse_quantity("1.0001")}) == {"vcore": 1001}
+    ) == {"vcore": "250m", "memory": 1, "nvidia.com/gpu": 2}
+    assert product_resources({"cpu": parse_quantity("1.0001")}) == {"vcore": "1001m"}
     assert product_resources({"memory": Fraction(0)}) == {}
 
 
@@ -319,7 +319,7 @@ def test_a_cluster_becomes_nodes_allocations_asks_and_budgets() -> None:
 
     assert state.nodes["n1"] == {
         "name": "n1",
-        "capacity": {"vcore": 6000, "memory": 28 * 2**30, "pods": 109},  # minus "other"
+        "capacity": {"vcore": "6000m", "memory": 28 * 2**30, "pods": 109},  # minus "other"
         "schedulable": True,
     }
     assert state.nodes["n2"]["schedulable"] is False  # cordoned
@@ -331,7 +331,7 @@ def test_a_cluster_becomes_nodes_allocations_asks_and_budgets() -> None:
         "app": "spark-1",
         "queue": "root.batch",
         "user": "",
-        "resources": {"vcore": 1000, "memory": 2**30, "pods": 1},
+        "resources": {"vcore": "1000m", "memory": 2**30, "pods": 1},
         "priority": 100,
         "allow_preemption": True,
         "node": "n1",
@@ -349,7 +349,7 @@ def test_a_cluster_becomes_nodes_allocations_asks_and_budgets() -> None:
         "app": "g1",
         "queue": "root.batch",
         "user": "",
-        "resources": {"vcore": 1000, "memory": 2**30, "pods": 1},
+        "resources": {"vcore": "1000m", "memory": 2**30, "pods": 1},
         "priority": 0,
         "allow_preemption": True,
         "job": "g1",
