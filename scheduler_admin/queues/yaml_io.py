@@ -191,24 +191,33 @@ def render_queues_yaml(configs: list[PartitionConfig]) -> str:
     return "\n".join(lines) + "\n" + text
 
 
+#: The one partition YuniKorn's Kubernetes shim schedules.
+YUNIKORN_PARTITION = "default"
+
+
 def config_to_publish(config: PartitionConfig, *, quota_preemption: bool) -> PartitionConfig:
     """The config the cluster should run (``config.yaml?publish=true``, what the cluster agent
-    writes into YuniKorn's ConfigMap): the saved config with the partition's
-    ``quotapreemptionenabled`` off, unless ``quota_preemption`` (the product setting
+    writes into YuniKorn's ConfigMap): the saved config named ``default``, with the partition's
+    ``quotapreemptionenabled`` off unless ``quota_preemption`` (the product setting
     ``PUBLISH_YUNIKORN_QUOTA_PREEMPTION``) keeps it as configured.
 
-    Why: the product itself enforces quota decreases (a quota timer, then a run that chooses
-    victims and sends eviction orders the agent carries out). With YuniKorn 1.8's own quota
-    preemption on as well, a lowered max would be enforced twice, by two schedulers choosing
-    their victims each by their own rules. Off is YuniKorn's default, so the export simply
-    leaves the key out (``dump_partition`` writes only what differs from the defaults), and the
-    result is a config any YuniKorn release reads. The queues' ``quota.preemption.delay`` stays:
-    it is what the product's timers use, and YuniKorn ignores it while its quota preemption is
-    off.
+    Why ``default``: YuniKorn's Kubernetes shim schedules one partition, named ``default``, so a
+    product partition kept for a cluster (``kind``, ``prod-eu``: any name, one per cluster) is
+    that cluster's ``default`` partition.
+
+    Why quota preemption off: the product itself enforces quota decreases (a quota timer, then a
+    run that chooses victims and sends eviction orders the agent carries out). With YuniKorn
+    1.8's own quota preemption on as well, a lowered max would be enforced twice, by two
+    schedulers choosing their victims each by their own rules. Off is YuniKorn's default, so
+    the export simply leaves the key out (``dump_partition`` writes only what differs from the
+    defaults), and the result is a config any YuniKorn release reads. The queues'
+    ``quota.preemption.delay`` stays: it is what the product's timers use, and YuniKorn ignores
+    it while its quota preemption is off.
     """
-    if quota_preemption or not config.settings.quota_preemption_enabled:
-        return config
-    return replace(config, settings=replace(config.settings, quota_preemption_enabled=False))
+    settings = replace(config.settings, name=YUNIKORN_PARTITION)
+    if not quota_preemption:
+        settings = replace(settings, quota_preemption_enabled=False)
+    return replace(config, settings=settings)
 
 
 def error_lines(source: str, errors: list[ConfigError]) -> list[str]:

@@ -82,3 +82,20 @@ def test_the_revision_header_follows_each_save(demo_partition, viewer):
     )  # fmt: skip
     assert int(viewer.get(URL)["X-Config-Revision"]) == before + 1 == newest()
     assert int(viewer.get(URL, {"publish": "true"})["X-Config-Revision"]) == before + 1
+
+
+def test_any_partition_is_published_as_yunikorns_default_partition(viewer):
+    """YuniKorn's Kubernetes shim schedules one partition, ``default``: the product partition
+    kept for a cluster is published under that name, whatever it is called here."""
+    [config] = parse_queues_yaml(
+        "partitions:\n  - name: prod-eu\n    queues:\n      - name: root\n"
+        "        queues: [{name: batch, resources: {max: {memory: 10Gi}}}]\n",
+        settings_for=services.settings_for_import,
+    )
+    services.save_partition_config(config, actor=None, comment="a cluster's partition")
+    url = "/api/v1/partitions/prod-eu/config.yaml"
+    assert yaml.safe_load(viewer.get(url).content)["partitions"][0]["name"] == "prod-eu"
+    published = yaml.safe_load(viewer.get(url, {"publish": "true"}).content)
+    assert [partition["name"] for partition in published["partitions"]] == ["default"]
+    [read] = load_scheduler_config(published)
+    assert [queue.path for queue in read.queues] == ["root", "root.batch"]

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from django.conf import settings
 
 from scheduler_admin.accounts.services import create_user, issue_token
@@ -584,6 +585,7 @@ def test_saved_revisions_reach_yunikorns_configmap_and_conflicts_are_retried(sta
     assert headers["X-Config-Revision"] == str(revision)
     assert published(stack)["data"] == {"queues.yaml": body, "log.level": "INFO"}
     assert "quotapreemptionenabled" not in body  # YuniKorn must not enforce quotas a second time
+    assert yaml.safe_load(body)["partitions"][0]["name"] == "default"  # the shim's partition
     stack.wait(
         lambda: ClusterAgent.objects.get(name="e2e-agent").running_revision == revision,
         "the agent never reported the revision the cluster runs",
