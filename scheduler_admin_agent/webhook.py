@@ -80,6 +80,11 @@ class WebhookServer:
                 return 503, {"error": "the agent has not listed the cluster yet"}
             result = self.evictor.carry_out(order)
             self.evictor.send([result])
+        logger.info(
+            "order %s by webhook: %s",
+            order["id"],
+            result.outcome or f"{result.status} ({result.reason})",
+        )
         if result.done:
             return 200, {"outcome": result.outcome}
         return 503, {"status": result.status, "reason": result.reason}

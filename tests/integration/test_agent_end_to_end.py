@@ -605,3 +605,56 @@ def test_saved_revisions_reach_yunikorns_configmap_and_conflicts_are_retried(sta
     assert published(stack)["data"] == {"queues.yaml": body, "log.level": "DEBUG"}
     conflicts = [r for r in stack.kube.requests if r.method == "PUT" and r.status == 409]
     assert conflicts, "no write was refused: the retry was not exercised"
+
+
+def test_orders_can_come_by_signed_webhook_instead_of_polling(stack: Stack) -> None:
+    """The product's webhook worker POSTs each order, signed, to the agent, which carries it
+    out and answers; an unsigned or wrongly signed order is refused and changes nothing."""
+    secret = "webhook-secret-for-the-e2e-test"
+    secret_file = stack.tmp_path / "webhook-secret"
+    secret_file.write_text(secret)
+    port = free_port()
+    hooks = {
+        "EVICTION_WEBHOOK_URL": f"http://127.0.0.1:{port}/evictions",
+        "EVICTION_WEBHOOK_SECRET": secret,
+    }
+    deliverer = stack.loop._start(
+        "webhook-worker",
+        [
+            venv_executable("celery"), "-A", "scheduler_admin", "worker", "--loglevel", "INFO",
+            "--concurrency", "1", "--queues", "webhooks", "-n", "webhooks@%h",
+            "--without-mingle", "--without-gossip",
+        ],
+        hooks,
+    )  # fmt: skip
+    stack.wait(lambda: " ready." in deliverer.log_text(), "the webhook worker never started")
+    stack.kube.load(small_cluster(sandbox_pods(6, "etl")))
+    agent = stack.agent(
+        "--webhook-listen", f"127.0.0.1:{port}", "--webhook-secret-file", str(secret_file)
+    )
+    stack.wait(lambda: converged(stack.kube), "the cluster never reached the product")
+
+    forged = json.dumps({"order_id": 1, "partition": PARTITION, "allocation_id": "x@y"}).encode()
+    for signature in ("", "sha256=" + "0" * 64):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/evictions",
+            data=forged,
+            method="POST",
+            headers={"X-Scheduler-Signature": signature, "Content-Type": "application/json"},
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)  # noqa: S310
+        assert refused.value.code == 401
+
+    lower_sandbox_max(stack, "8Gi")  # 24Gi -> 8Gi: four victims
+    run = finished_run(stack)
+    victims = victim_pods(run)
+    stack.wait(lambda: all_acknowledged(run), "webhook orders were never carried out", RUN_WAIT)
+    assert Counter(stack.kube.evictions()) == Counter(victims)
+    assert set(EvictionOrder.objects.filter(run=run).values_list("outcome", flat=True)) == {
+        "evicted"
+    }
+    # Each order came by webhook: the agent did not poll for it.
+    assert "receiving eviction orders on port" in agent.log_text()
+    for order in EvictionOrder.objects.filter(run=run):
+        assert f"order {order.pk} by webhook: evicted" in agent.log_text()
