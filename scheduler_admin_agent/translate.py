@@ -437,7 +437,7 @@ def translate(
         gang = any(TASK_GROUP_ANNOTATION in _annotations(pod) for pod in pods)
         for pod in pods:
             task_id = pod_id(pod)
-            reason = _unplaceable(pod, queue, leaves, node_names)
+            reason = _unplaceable(pod, app, queue, leaves, node_names)
             if reason:
                 state.skipped[task_id] = reason
                 continue
@@ -450,7 +450,7 @@ def translate(
                 "id": task_id,
                 "app": app,
                 "queue": queue,
-                "user": pod_user(pod),
+                "user": pod_user(pod)[:ID_MAX_LENGTH],
                 "resources": resources,
                 "priority": pod.spec.priority or 0,
                 "allow_preemption": _annotations(pod)
@@ -485,7 +485,11 @@ def translate(
     return state
 
 
-def _unplaceable(pod: Any, queue: str, leaves: set[str] | None, node_names: set[str]) -> str:
+def _unplaceable(
+    pod: Any, app: str, queue: str, leaves: set[str] | None, node_names: set[str]
+) -> str:
+    if len(app) > ID_MAX_LENGTH:
+        return f"application id longer than {ID_MAX_LENGTH} characters"
     if leaves is not None and queue not in leaves:
         return f"queue {queue} is not a leaf queue of the partition"
     if pod.spec.node_name and pod.spec.node_name not in node_names:

@@ -366,6 +366,11 @@ def test_pods_outside_the_partition_queues_or_nodes_are_left_out_with_the_reason
             pod("in", labels={"queue": "root.batch"}),
             pod("lost", labels={"queue": "root.nowhere", "applicationId": "lost"}),
             pod("orphan", labels={"queue": "root.batch", "applicationId": "x"}, node_name="gone"),
+            pod(
+                "long",
+                labels={"queue": "root.batch"},
+                annotations={"yunikorn.apache.org/app-id": "a" * 254},
+            ),
         ],
         leaves={"root.batch"},
     )
@@ -373,6 +378,7 @@ def test_pods_outside_the_partition_queues_or_nodes_are_left_out_with_the_reason
     assert state.skipped == {
         "batch/lost@uid-lost": "queue root.nowhere is not a leaf queue of the partition",
         "batch/orphan@uid-orphan": "node gone is not in the cluster's node list",
+        "batch/long@uid-long": "application id longer than 253 characters",
     }
 
 
