@@ -21,6 +21,7 @@ from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import record_event
 from scheduler_admin.limits import cap_text
 from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.services import newest_revision_number
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,11 @@ class Heartbeat:
         values["last_error"] = cap_text(self.last_error)
         values["counts"] = {key: int(self.counts.get(key, 0)) for key in COUNT_KEYS}
         return values
+
+
+def config_revision(partition: Partition) -> int | None:
+    """The revision a publishing agent should put into the cluster: the partition's newest."""
+    return newest_revision_number(partition)
 
 
 def record_heartbeat(

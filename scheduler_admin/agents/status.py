@@ -39,8 +39,10 @@ class AgentStatus:
         )
 
     def state(self) -> dict[str, object]:
-        """What the dashboard's live updates compare: no ages (they change every second), only
-        what changes when something happens."""
+        """What the dashboard's live updates compare: only what changes when something happens.
+        Not the times of the last heartbeat and push, which move every few seconds while all
+        is well (the page ticks their ages itself), nor the lag to the tenth of a second: an
+        open dashboard still gets its ``304 Not Modified`` while an agent pushes."""
         agent = self.agent
         return {
             "partition": self.partition_name,
@@ -48,12 +50,13 @@ class AgentStatus:
             "cluster": agent.cluster,
             "version": agent.version,
             "stale": self.stale,
-            "last_push_at": agent.last_push_at,
-            "lag_seconds": agent.lag_seconds,
+            "pushed": agent.last_push_at is not None,
+            "lag": None if agent.lag_seconds is None else round(agent.lag_seconds),
             "last_error": agent.last_error,
             "running_revision": agent.running_revision,
             "newest_revision": self.newest_revision,
             "publishing": agent.publishing,
+            "counts": agent.counts,
         }
 
 

@@ -2,7 +2,8 @@
 
    Countdowns: every <time class="countdown" data-due-at="ISO time"> ticks each second in the
    server's words ("due in 1m30s", then "due now"), counted from the server's clock at render
-   time (data-server-now on this script), so a client clock that is off does not matter.
+   time (data-server-now on this script), so a client clock that is off does not matter. Ages
+   (<time class="age" data-since="ISO time">, "12s ago") tick the same way.
 
    Live updates, when this script has data-live-url (scheduler_admin/web/live/views.py says why
    polling): the page asks that JSON document every few seconds and patches itself in place.
@@ -46,8 +47,22 @@
     }
   }
 
+  /* Same words as the server's `ago` filter (templatetags/console.py). */
+  function tickAge(el) {
+    var since = Date.parse(el.getAttribute("data-since"));
+    if (isNaN(since)) {
+      return;
+    }
+    var seconds = Math.max(0, Math.floor((Date.now() + skew - since) / 1000));
+    var text = (formatDuration(seconds) || "0s") + " ago";
+    if (el.textContent !== text) {
+      el.textContent = text;
+    }
+  }
+
   function tickAll() {
     document.querySelectorAll(".countdown[data-due-at]").forEach(tick);
+    document.querySelectorAll(".age[data-since]").forEach(tickAge);
   }
 
   var paramSources = [];

@@ -20,9 +20,20 @@ import time_machine
 from django.core.management import call_command
 from django.test import Client
 
+from scheduler_admin.agents.services import Heartbeat, record_heartbeat
 from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement import runs
-from scheduler_admin.enforcement.models import PreemptionRun, QuotaTimer
+from scheduler_admin.enforcement.evictions import (
+    ClusterReport,
+    acknowledge_evictions,
+    report_evictions,
+)
+from scheduler_admin.enforcement.models import (
+    ClusterStatus,
+    EvictionOrder,
+    PreemptionRun,
+    QuotaTimer,
+)
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.web.common import queue_url
@@ -81,6 +92,23 @@ def state() -> dict[str, object]:
         run = runs.execute_run(run_id, worker="test-worker")
         lower_max("root.research.vision", 150 * GI)  # a timer that stays pending
     assert run is not None and run.victims.exists()
+    # A cluster agent whose cluster runs revision 1, one that is read-only and stale, and the
+    # cluster's answers on the run's orders: one blocked, one acknowledged as gone.
+    record_heartbeat(
+        partition,
+        Heartbeat(name="agent-a", started_at=START, cluster="kind-dev", version="0.4.1",
+                  last_push_at=due, lag_seconds=0.8, running_revision=1, publishing=True,
+                  counts={"nodes": 1, "allocations": 5}),
+        actor=None,
+    )  # fmt: skip
+    with time_machine.travel(START, tick=False):
+        record_heartbeat(partition, Heartbeat(name="agent-b", started_at=START), actor=None)
+    orders = EvictionOrder.objects.order_by("pk")
+    blocked = orders.filter(allocation_id="odd").first() or orders[0]
+    gone = orders.exclude(pk=blocked.pk).exclude(allocation_id="odd")[0]
+    report_evictions(partition, [ClusterReport(blocked.pk, ClusterStatus.BLOCKED, "pdb", 429)],
+                     actor=None)  # fmt: skip
+    acknowledge_evictions(partition, [(gone.pk, "gone")], actor=None)
     return {"partition": partition, "run": run}
 
 

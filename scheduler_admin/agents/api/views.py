@@ -14,11 +14,10 @@ from rest_framework.response import Response
 
 from scheduler_admin.agents.api import serializers
 from scheduler_admin.agents.models import ClusterAgent
-from scheduler_admin.agents.services import Heartbeat, record_heartbeat
+from scheduler_admin.agents.services import Heartbeat, config_revision, record_heartbeat
 from scheduler_admin.api.ordering import StableOrderingFilter
 from scheduler_admin.api.permissions import OPERATOR, VIEWER
 from scheduler_admin.api.views import LIST_ERRORS, WRITE_ERRORS, PartitionScoped
-from scheduler_admin.queues.services import newest_revision_number
 
 
 @extend_schema_view(
@@ -67,6 +66,6 @@ class AgentViewSet(PartitionScoped, mixins.ListModelMixin, viewsets.GenericViewS
         return Response(
             {
                 "agent": self.get_serializer(agent).data,
-                "config_revision": newest_revision_number(self.partition),
+                "config_revision": config_revision(self.partition),
             }
         )

@@ -2,7 +2,9 @@
 
 Views declare (queryset, serializer, filterset); the writes call services:
 ``timers.cancel_timer``, ``evictions.acknowledge_eviction`` (one order),
-``evictions.acknowledge_evictions`` (many, for the cluster's agent) and ``runs.abort_run``.
+``evictions.acknowledge_evictions`` (many, for the cluster's agent),
+``evictions.report_evictions`` (the agent's reports on orders it cannot carry out yet) and
+``runs.abort_run``.
 Their "not found" exceptions are turned into 404 here, and "already ended" into 409, with the
 common error body.
 """

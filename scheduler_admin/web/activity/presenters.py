@@ -23,7 +23,12 @@ from django_filters import FilterSet
 from scheduler_admin.api.params import is_whole_number
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.enforcement.exports import STORED_AS
-from scheduler_admin.enforcement.models import RunCandidate
+from scheduler_admin.enforcement.models import (
+    ClusterStatus,
+    EvictionOrder,
+    EvictionStatus,
+    RunCandidate,
+)
 from scheduler_admin.web.explanations import (
     ALERT_OUTCOMES,
     glossary_url,
@@ -112,6 +117,19 @@ def query_without(params: QueryDict, *names: str) -> str:
     for name in names:
         copy.pop(name, None)
     return copy.urlencode()
+
+
+def cluster_answers(orders: QuerySet[EvictionOrder]) -> list[tuple[str, int]]:
+    """How many of a run's pending orders the cluster last reported as blocked, failed or
+    waiting, in that order: ``[("Blocked by a disruption budget", 2), ...]``."""
+    counts = dict(
+        orders.filter(status=EvictionStatus.PENDING)
+        .exclude(cluster_status="")
+        .order_by()
+        .values_list("cluster_status")
+        .annotate(count=Count("*"))
+    )
+    return [(status.label, counts[status]) for status in ClusterStatus if counts.get(status)]
 
 
 def is_alert(outcome: str) -> bool:

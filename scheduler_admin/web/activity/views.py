@@ -108,7 +108,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     per leaf, and the explanation of every candidate (victims first). Victims and explanations
     are paged separately (``vpage``, ``epage``); ``reason`` narrows the explanations to one
     reason code. Everything about the candidates comes from the run's own record
-    (``RunCandidate``), never from the cluster as it is now."""
+    (``RunCandidate``), never from the cluster as it is now; what the cluster answered about
+    each eviction order (acknowledged with its outcome, or its last report while pending) is
+    kept on the order."""
     run = get_object_or_404(PreemptionRun.objects.select_related("partition", "timer"), pk=pk)
     victims = run.victims.select_related("eviction").order_by("position")
     victim_page = presenters.page_of(request, victims, "vpage")
@@ -152,6 +154,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "exports": exports,
             "orders_total": orders.count(),
             "orders_pending": orders.filter(status=EvictionStatus.PENDING).count(),
+            "orders_answers": presenters.cluster_answers(orders),
             "active": run.status in ACTIVE_RUN_STATUSES,
             "abort_form": AbortForm(),
         },

@@ -1,6 +1,6 @@
 """The dashboard's cards besides the tree: queues over max, alerts, recent runs and revisions,
-workers. Built here once for the page (``views.dashboard``) and for its live updates
-(``web.live``), so both show the same thing from the same queries.
+workers and cluster agents. Built here once for the page (``views.dashboard``) and for its live
+updates (``web.live``), so both show the same thing from the same queries.
 """
 
 from __future__ import annotations
@@ -8,8 +8,10 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q
 
+from scheduler_admin.agents.status import agent_statuses
 from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.system.models import WorkerHeartbeat
@@ -67,6 +69,15 @@ def alerts(partition: Partition, now: datetime) -> list[dict[str, object]]:
         }
         for run in runs
     ]
+
+
+def agents(now: datetime) -> dict[str, Any]:
+    """The cluster agents card: every agent of every partition (a handful), with whether each
+    is stale and which revision its cluster runs against the newest."""
+    return {
+        "agents": agent_statuses(now),
+        "agent_stale_seconds": settings.AGENT_STALE_SECONDS,
+    }
 
 
 def heartbeats(now: datetime) -> list[dict[str, object]]:

@@ -1,5 +1,6 @@
 """The dashboard (SPEC 8): partition switcher, queue tree with usage bars, queues over max with
-their live countdown, alerts for runs that fell short, recent runs and revisions, worker state.
+their live countdown, alerts for runs that fell short, recent runs and revisions, worker state,
+the cluster agents.
 
 Views only read and render; the cancel buttons open the confirmation page of ``web.timers``.
 """
@@ -16,7 +17,7 @@ from django.views.decorators.http import require_GET
 from preemption.config import ROOT, text_problem
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web.common import partition_or_404, selected_partition
-from scheduler_admin.web.dashboard.panels import heartbeats, panels
+from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
 from scheduler_admin.web.dashboard.tree import SEARCH_MAX_LENGTH, QueueTree
 
 
@@ -34,6 +35,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "partitions": list(Partition.objects.order_by("name").values_list("name", flat=True)),
         "partition": partition,
         "heartbeats": heartbeats(now),
+        **agents(now),
         "now": now,
     }
     if partition is not None:

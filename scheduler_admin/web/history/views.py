@@ -8,17 +8,20 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, render
 from django.urls import reverse
+from django.utils import timezone
 from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_http_methods
 
 from preemption.hierarchy import ConfigErrors
 from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin.accounts.roles import ADMIN
+from scheduler_admin.agents.status import agent_statuses, running_revisions
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.web.common import (
@@ -35,7 +38,8 @@ PAGE_SIZE = 25
 
 @require_GET
 def history(request: HttpRequest) -> HttpResponse:
-    """Revisions newest first, paged, with a from/to choice on each row for the diff page."""
+    """Revisions newest first, paged, with a from/to choice on each row for the diff page, and
+    on each revision the cluster agents whose cluster runs it."""
     partition = selected_partition(request)
     context: dict[str, Any] = {"partition": partition, "partitions": _partition_names()}
     if partition is not None:
@@ -43,11 +47,15 @@ def history(request: HttpRequest) -> HttpResponse:
         page = Paginator(revisions, PAGE_SIZE).get_page(request.GET.get("page"))
         numbers = [revision.number for revision in page]
         version, reasons = yunikorn_min_version([partition.current_config()])
+        running = running_revisions(partition)
         context.update(
             {
                 "yunikorn_min_version": version,
                 "yunikorn_min_version_reasons": reasons,
                 "page": page,
+                "revision_rows": [(rev, running.get(rev.number, [])) for rev in page],
+                "agents": agent_statuses(timezone.now(), partition),
+                "publish_quota_preemption": settings.PUBLISH_YUNIKORN_QUOTA_PREEMPTION,
                 # Preselect the newest change on the page against the revision before it.
                 "default_to": numbers[0] if numbers else None,
                 "default_from": numbers[1] if len(numbers) > 1 else None,

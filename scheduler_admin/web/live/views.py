@@ -56,7 +56,7 @@ from scheduler_admin.api.errors import error_body
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_config
 from scheduler_admin.web.common import View, partition_or_404
-from scheduler_admin.web.dashboard.panels import heartbeats, panels
+from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
 from scheduler_admin.web.dashboard.tree import QueueTree
 from scheduler_admin.web.queue_pages import tables
 from scheduler_admin.web.queue_pages.status import live_state, timer_status, usage_status
@@ -88,13 +88,14 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
     ``open`` names each queue whose children the page shows (root's always are); ``q`` is the
     page's search. Rows: root, the children of each opened queue, the search matches with their
-    ancestors. Cards: queues over max, alerts, recent runs and revisions, workers.
+    ancestors. Cards: queues over max, alerts, recent runs and revisions, workers, cluster
+    agents.
     """
     partition = partition_or_404(request.GET.get("partition", ""))
     now = timezone.now()
     tree = QueueTree(partition, now=now)
     rows = tree.live_rows(request.GET.getlist("open")[:OPEN_LIMIT], request.GET.get("q", ""))
-    cards = {**panels(tree), "heartbeats": heartbeats(now), "partition": partition}
+    cards = {**panels(tree), "heartbeats": heartbeats(now), **agents(now), "partition": partition}
     state = {
         **_common_state(request, partition),
         "queues": {row.path: row.state() for row in rows},
@@ -126,6 +127,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "workers": [
             {"worker": beat["worker"], "alive": beat["alive"]} for beat in cards["heartbeats"]
         ],
+        "agents": [status.state() for status in cards["agents"]],
     }
 
     def html() -> dict[str, Any]:
@@ -139,6 +141,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
                 runs="web/dashboard/_runs.html",
                 revisions="web/dashboard/_revisions.html",
                 workers="web/dashboard/_workers.html",
+                agents="web/dashboard/_agents.html",
             ),
         }
 

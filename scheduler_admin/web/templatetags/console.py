@@ -70,6 +70,26 @@ def duration(seconds: int | None) -> str:
 
 
 @register.filter
+def ago(seconds: int | None) -> str:
+    """``{{ status.silent_seconds|ago }}``: whole seconds as ``1m30s ago`` (the live pages tick
+    it on: ``<time class="age" data-since=...>``); "—" for none."""
+    if seconds is None or seconds == "":
+        return NOTHING
+    return f"{format_duration(max(int(seconds), 0))} ago"
+
+
+@register.filter
+def seconds(value: float | None) -> str:
+    """A measured time in seconds (an agent's lag): ``0.8s`` under ten seconds, else as a
+    duration (``1m15s``); "—" for none."""
+    if value is None or value == "":
+        return NOTHING
+    if value < 10:
+        return f"{value:.1f}s"
+    return format_duration(round(value))
+
+
+@register.filter
 def plain(value: Any) -> str:
     """Any value as words (``common.display_value``): yes/no, "—", lists joined."""
     if value is None or value == "":
