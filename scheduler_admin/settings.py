@@ -272,7 +272,7 @@ EVICTION_PACING_SECONDS = env.int("EVICTION_PACING_SECONDS", 0, minimum=0)
 # goes on with the victims of the chunks not committed. A paced run preempts one at a time.
 RUN_EVICTION_BATCH = env.int("RUN_EVICTION_BATCH", 500, minimum=1)
 # A cluster agent that sent no heartbeat for this long is shown as stale (dashboard, agents API).
-AGENT_STALE_SECONDS = env.int("AGENT_STALE_SECONDS", 60, minimum=1)
+STALE_AGENT_SECONDS = env.int("STALE_AGENT_SECONDS", 60, minimum=1)
 # The product enforces quota decreases itself (quota timers, runs, eviction orders), so the config
 # it publishes for YuniKorn (``config.yaml?publish=true``) switches YuniKorn's own quota
 # preemption off: two enforcers would evict for the same decrease. True keeps the partition's

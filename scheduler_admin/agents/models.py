@@ -33,7 +33,7 @@ class ClusterAgent(models.Model):
     the agent's own (``started_at``, ``last_push_at``). ``running_revision`` is the config
     revision the cluster's ConfigMap holds as far as the agent knows (null: it does not know,
     e.g. read-only and never published); ``publishing`` says whether the agent writes the
-    ConfigMap at all. An agent silent for ``AGENT_STALE_SECONDS`` is *stale* (``is_stale``).
+    ConfigMap at all. An agent silent for ``STALE_AGENT_SECONDS`` is *stale* (``is_stale``).
     """
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="agents")
@@ -64,5 +64,5 @@ class ClusterAgent(models.Model):
         return max(now - self.last_heartbeat_at, timedelta(0))
 
     def is_stale(self, now: datetime) -> bool:
-        """No heartbeat for ``AGENT_STALE_SECONDS``: the agent stopped, or cannot reach us."""
-        return self.silent_for(now) >= timedelta(seconds=settings.AGENT_STALE_SECONDS)
+        """No heartbeat for ``STALE_AGENT_SECONDS``: the agent stopped, or cannot reach us."""
+        return self.silent_for(now) >= timedelta(seconds=settings.STALE_AGENT_SECONDS)

@@ -129,7 +129,7 @@ def test_a_new_running_revision_is_audited_once(demo_partition, operator):
 def test_agents_are_per_partition_and_listed_by_name_with_their_staleness(
     demo_partition, operator, viewer, settings
 ):
-    settings.AGENT_STALE_SECONDS = 60
+    settings.STALE_AGENT_SECONDS = 60
     Partition.objects.create(name="other")
     with time_machine.travel(START, tick=False):
         for name in ("zeta", "alpha", "mid"):

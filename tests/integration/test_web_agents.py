@@ -97,7 +97,7 @@ def test_without_agents_the_card_points_at_the_readme(run, viewer):
 
 
 def test_the_card_shows_each_agent_and_which_revision_its_cluster_runs(run, viewer, settings):
-    settings.AGENT_STALE_SECONDS = 60
+    settings.STALE_AGENT_SECONDS = 60
     agents(run.partition, stale_agent_at=timezone.now() - timedelta(minutes=3))
     html = card(viewer.get("/").content.decode())
     text = " ".join(visible_text(html).split())
@@ -134,7 +134,7 @@ def test_a_cluster_on_the_newest_revision_says_so(run, viewer):
 def test_the_live_json_follows_the_agents_but_not_their_clock(run, viewer, settings):
     """Heartbeats and pushes that change nothing but their times keep the dashboard's answer
     a 304; an agent going stale, or its cluster running another revision, changes it."""
-    settings.AGENT_STALE_SECONDS = 60
+    settings.STALE_AGENT_SECONDS = 60
     params = {"partition": "default"}
     agents(run.partition)
     first = viewer.get("/live/dashboard.json", params)

@@ -84,7 +84,7 @@ class AgentSerializer(serializers.ModelSerializer):
     partition = serializers.CharField(source="partition.name", read_only=True)
     counts = AgentCountsOutSerializer(read_only=True)
     stale = serializers.SerializerMethodField(
-        help_text="No heartbeat for AGENT_STALE_SECONDS (default 60): the agent stopped or "
+        help_text="No heartbeat for STALE_AGENT_SECONDS (default 60): the agent stopped or "
         "cannot reach the product."
     )
 

@@ -25,7 +25,7 @@ from scheduler_admin.api.views import LIST_ERRORS, WRITE_ERRORS, PartitionScoped
         summary="List the partition's cluster agents",
         description="Every agent that ever sent a heartbeat for the partition, by name, with "
         "what its last heartbeat said and whether it is `stale` (silent for "
-        "AGENT_STALE_SECONDS).",
+        "STALE_AGENT_SECONDS).",
         responses={200: serializers.AgentSerializer(many=True), **LIST_ERRORS},
     ),
 )

@@ -76,7 +76,7 @@ def agents(now: datetime) -> dict[str, Any]:
     is stale and which revision its cluster runs against the newest."""
     return {
         "agents": agent_statuses(now),
-        "agent_stale_seconds": settings.AGENT_STALE_SECONDS,
+        "agent_stale_seconds": settings.STALE_AGENT_SECONDS,
     }
 
 
