@@ -39,20 +39,28 @@ WATCH_SECONDS = 240
 MAX_BACKOFF = 30.0
 
 
+#: Connections kept to the API server: three watches and the eviction pool at once.
+CONNECTIONS = 16
+
+
 def api_client(kubeconfig: str | None, context: str | None) -> tuple[client.ApiClient, str]:
     """A client for the cluster and a name for it: the in-cluster service account when running
     in a pod (and no kubeconfig was named), else the kubeconfig (``KUBECONFIG`` or
     ``~/.kube/config``) with its current or the named context."""
+    configuration = client.Configuration()
+    configuration.connection_pool_maxsize = CONNECTIONS
     if kubeconfig is None and context is None:
         try:
-            configuration = client.Configuration()
             config.load_incluster_config(client_configuration=configuration)
             return client.ApiClient(configuration), "in-cluster"
         except config.ConfigException:
             pass
     _, active = config.list_kube_config_contexts(config_file=kubeconfig)
     name = context or (active or {}).get("name") or "kubeconfig"
-    return config.new_client_from_config(config_file=kubeconfig, context=context), name
+    config.load_kube_config(
+        config_file=kubeconfig, context=context, client_configuration=configuration
+    )
+    return client.ApiClient(configuration), name
 
 
 def object_key(kind: str, obj: Any) -> str:

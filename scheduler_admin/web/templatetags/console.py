@@ -12,7 +12,7 @@ from typing import Any
 
 from django import template
 from django.urls import NoReverseMatch, reverse
-from django.utils.html import format_html, format_html_join
+from django.utils.html import conditional_escape, format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 
 from preemption import resources
@@ -46,6 +46,24 @@ def quantity(value: int | None, resource: str) -> SafeString:
 #: The earlier name of ``quantity`` (it returned the short text alone), kept for templates that
 #: still use it.
 register.filter("human_quantity", quantity)
+
+
+@register.filter
+def task_id(value: object) -> SafeString:
+    """A task id as the console shows it. The cluster agent names pods ``namespace/name@uid``
+    (unique even when a pod is recreated under its old name): that reads as the pod's name with
+    the uid shortened, the whole id on hover (exports and the API keep it whole). Any other id
+    shows as it is."""
+    text = "" if value is None else str(value)
+    name, separator, uid = text.rpartition("@")
+    if not separator or not name or len(uid) < 16:
+        return conditional_escape(text)
+    return format_html(
+        '<span class="task-id" title="{}">{}<span class="task-uid">@{}…</span></span>',
+        text,
+        name,
+        uid[:8],
+    )
 
 
 @register.filter
