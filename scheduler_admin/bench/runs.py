@@ -160,8 +160,10 @@ def _raw_rate(partition) -> float:
             cursor.execute(
                 f"INSERT INTO {tables[EvictionOrder]} (partition_id, run_id, victim_id, "  # noqa: S608 - names from the models
                 "allocation_id, node_name, soft, status, created_at, acknowledged_by, "
-                "webhook_attempts, next_attempt_at, last_error) VALUES "
-                "(%s, %s, %s, %s, %s, false, 'pending', %s, '', 0, %s, '') RETURNING id",
+                "webhook_attempts, next_attempt_at, last_error, outcome, cluster_status, "
+                "cluster_reason, cluster_attempts) VALUES "
+                "(%s, %s, %s, %s, %s, false, 'pending', %s, '', 0, %s, '', '', '', '', 0) "
+                "RETURNING id",
                 [partition.pk, run.pk, victim.pk, victim.allocation_id, victim.node_name,
                  stamp, stamp],
             )  # fmt: skip
