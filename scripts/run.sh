@@ -294,6 +294,9 @@ while :; do
   if [ "$block_shown" = 0 ]; then
     waiting=$(not_ready)
     if [ -z "$waiting" ] || ((SECONDS >= ready_deadline)); then
+      # Checking readiness takes a moment (web's health check may wait up to 2 s): a Ctrl-C in
+      # that moment stops here, before the block says everything runs.
+      stop_if_asked
       show_block "$waiting"
     fi
     nap 0.2
