@@ -32,6 +32,24 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from scheduler_admin.observability import metrics
 
+#: Every gauge ``DatabaseCollector`` exports, with its labels (the README and the Grafana
+#: dashboard's test list them).
+GAUGES: dict[str, tuple[str, ...]] = {
+    "scheduler_admin_eviction_orders_pending": ("partition", "cluster_status"),
+    "scheduler_admin_eviction_oldest_pending_age_seconds": ("partition",),
+    "scheduler_admin_quota_timers_pending": ("partition",),
+    "scheduler_admin_quota_timer_next_due_seconds": ("partition",),
+    "scheduler_admin_runs_active": ("partition", "status"),
+    "scheduler_admin_agent_last_push_age_seconds": ("partition", "agent"),
+    "scheduler_admin_agent_heartbeat_age_seconds": ("partition", "agent"),
+    "scheduler_admin_heartbeat_age_seconds": ("kind",),
+    "scheduler_admin_queue_usage": ("partition", "queue", "resource"),
+    "scheduler_admin_queue_guaranteed": ("partition", "queue", "resource"),
+    "scheduler_admin_queue_max": ("partition", "queue", "resource"),
+    "scheduler_admin_queues": ("partition",),
+    "scheduler_admin_queues_exported": ("partition",),
+}
+
 
 def scrape() -> bytes:
     """The text exposition of every metric: the processes' counters and histograms (their files
@@ -46,8 +64,8 @@ def scrape() -> bytes:
     return generate_latest(registry)
 
 
-def _gauge(name: str, documentation: str, labels: list[str]) -> GaugeMetricFamily:
-    return GaugeMetricFamily(name, documentation, labels=labels)
+def _gauge(name: str, documentation: str) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, labels=list(GAUGES[name]))
 
 
 def _age(now: datetime, then: datetime) -> float:
@@ -78,12 +96,10 @@ class DatabaseCollector:
             "reported on them: none (no report), blocked (a disruption budget), failed "
             "(retrying) or waiting (a soft eviction). Acknowledged orders are counted by "
             "scheduler_admin_eviction_ack_seconds_count.",
-            ["partition", "cluster_status"],
         )
         oldest = _gauge(
             "scheduler_admin_eviction_oldest_pending_age_seconds",
             "Age of the oldest eviction order not acknowledged yet, by partition (0: none).",
-            ["partition"],
         )
         rows = (
             EvictionOrder.objects.filter(status=EvictionStatus.PENDING)
@@ -112,14 +128,12 @@ class DatabaseCollector:
         pending = _gauge(
             "scheduler_admin_quota_timers_pending",
             "Quota timers waiting to fire (a lowered max not enforced yet), by partition.",
-            ["partition"],
         )
         next_due = _gauge(
             "scheduler_admin_quota_timer_next_due_seconds",
             "Seconds until the partition's next quota timer is due; negative when a timer is "
             "overdue (deferred behind a related run, or waiting for the next sweep). No sample "
             "for a partition without pending timers.",
-            ["partition"],
         )
         rows = (
             QuotaTimer.objects.filter(status=TimerStatus.PENDING)
@@ -146,7 +160,6 @@ class DatabaseCollector:
             "scheduler_admin_runs_active",
             "Preemption runs not ended yet, by partition and status (pending: waiting for a "
             "worker; running: claimed).",
-            ["partition", "status"],
         )
         counts = {
             (name, str(status)): 0 for name in partitions.values() for status in ACTIVE_RUN_STATUSES
@@ -173,13 +186,11 @@ class DatabaseCollector:
             "Seconds since the cluster agent's last successful cluster-state push (its own "
             "clock, as its last heartbeat reported it), by partition and agent; no sample for "
             "an agent that never pushed.",
-            ["partition", "agent"],
         )
         heartbeat = _gauge(
             "scheduler_admin_agent_heartbeat_age_seconds",
             "Seconds since the cluster agent's last heartbeat reached the product, by partition "
             "and agent (stale past STALE_AGENT_SECONDS).",
-            ["partition", "agent"],
         )
         rows = ClusterAgent.objects.values_list(
             "partition__name", "name", "last_push_at", "last_heartbeat_at"
@@ -198,7 +209,6 @@ class DatabaseCollector:
             "scheduler_admin_heartbeat_age_seconds",
             "Seconds since the youngest heartbeat of each kind of background process: beat, "
             "worker (sweeps and runs), webhook_worker. No sample for a kind never seen.",
-            ["kind"],
         )
         rows = WorkerHeartbeat.objects.values("kind").annotate(last=Max("last_seen")).order_by()
         seen = {row["kind"]: row["last"] for row in rows}
@@ -210,34 +220,28 @@ class DatabaseCollector:
     def _queues(self, partitions: dict[int, str]) -> Iterator[Metric]:
         from scheduler_admin.queues.models import Queue
 
-        labels = ["partition", "queue", "resource"]
         unit = "(the config's units: memory in bytes, vcore in millicores, counts as numbers)"
         usage = _gauge(
             "scheduler_admin_queue_usage",
             f"Resources used by the queue's subtree (running and preempting tasks) {unit}.",
-            labels,
         )
         guaranteed = _gauge(
             "scheduler_admin_queue_guaranteed",
             f"The queue's configured guaranteed resources {unit}; no sample for a resource "
             "without a guarantee.",
-            labels,
         )
         maximum = _gauge(
             "scheduler_admin_queue_max",
             f"The queue's configured max resources {unit}; no sample for an unlimited resource.",
-            labels,
         )
         total = _gauge(
             "scheduler_admin_queues",
             "Queues configured, by partition.",
-            ["partition"],
         )
         exported = _gauge(
             "scheduler_admin_queues_exported",
             "Queues with per-queue series in this scrape, by partition (METRICS_QUEUE_MAX_DEPTH "
             "and METRICS_QUEUE_LIMIT leave the others out).",
-            ["partition"],
         )
         chosen = list(
             Queue.objects.filter(depth__lte=settings.METRICS_QUEUE_MAX_DEPTH)
@@ -288,21 +292,3 @@ def _usage(partition_id: int, paths: list[str]) -> dict[str, dict[str, int]]:
     partition = Partition.objects.get(pk=partition_id)
     _, hierarchy = current_tree(partition)
     return usage_of_queues(partition, hierarchy, [p for p in paths if p in hierarchy.queues])
-
-
-#: Every gauge ``DatabaseCollector`` exports (the README and the Grafana test list them).
-GAUGES = (
-    "scheduler_admin_eviction_orders_pending",
-    "scheduler_admin_eviction_oldest_pending_age_seconds",
-    "scheduler_admin_quota_timers_pending",
-    "scheduler_admin_quota_timer_next_due_seconds",
-    "scheduler_admin_runs_active",
-    "scheduler_admin_agent_last_push_age_seconds",
-    "scheduler_admin_agent_heartbeat_age_seconds",
-    "scheduler_admin_heartbeat_age_seconds",
-    "scheduler_admin_queue_usage",
-    "scheduler_admin_queue_guaranteed",
-    "scheduler_admin_queue_max",
-    "scheduler_admin_queues",
-    "scheduler_admin_queues_exported",
-)

@@ -170,7 +170,8 @@ def test_a_run_its_victims_and_their_acknowledgements_move_the_counters(
 
     runs_labels = {"partition": "default", "policy": "quota", "outcome": "complete"}
     assert moved("scheduler_admin_runs_total", before, middle, **runs_labels) == 1
-    victims = {"policy": "quota", "queue": "root.team", "reason": "quota_timer"}
+    victims = {"partition": "default", "policy": "quota", "queue": "root.team",
+               "reason": "quota_timer"}  # fmt: skip
     assert moved("scheduler_admin_victims_total", before, middle, **victims) == 3
     duration = {"partition": "default", "policy": "quota"}
     assert moved("scheduler_admin_run_duration_seconds_count", before, middle, **duration) == 1

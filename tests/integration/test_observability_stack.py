@@ -166,8 +166,8 @@ def test_a_real_run_moves_the_counters_that_gunicorn_serves_and_the_logs_name_it
     samples = stack.scrape()
     assert value(samples, "scheduler_admin_runs_total", partition="default", policy="quota",
                  outcome="complete") == 1  # fmt: skip
-    assert value(samples, "scheduler_admin_victims_total", policy="quota", queue="root.batch",
-                 reason="quota_timer") == victims  # fmt: skip
+    assert value(samples, "scheduler_admin_victims_total", partition="default", policy="quota",
+                 queue="root.batch", reason="quota_timer") == victims  # fmt: skip
     assert value(samples, "scheduler_admin_run_duration_seconds_count", partition="default",
                  policy="quota") == 1  # fmt: skip
     assert value(samples, "scheduler_admin_eviction_orders_pending", partition="default",
