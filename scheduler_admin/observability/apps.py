@@ -1,10 +1,12 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from typing import Any
 
 from django.apps import AppConfig
+from django.conf import settings
 
 
 class ObservabilityConfig(AppConfig):
@@ -20,11 +22,16 @@ class ObservabilityConfig(AppConfig):
 
         from scheduler_admin.observability.logging import end_request
 
+        if settings.LOG_FORMAT == "json":
+            # Python's warnings (a library's DeprecationWarning, Celery's SecurityWarning) go
+            # through logging too, as JSON lines, instead of plain text on stderr.
+            logging.captureWarnings(True)
         request_started.connect(end_request, weak=False)
         request_finished.connect(end_request, weak=False)
         signals.task_prerun.connect(_task_started, weak=False)
         signals.task_postrun.connect(_task_ended, weak=False)
         signals.worker_process_shutdown.connect(_process_exiting, weak=False)
+        signals.celeryd_after_setup.connect(_no_banner_in_json, weak=False)
 
 
 #: The open log context of each task running in this process, by task id.
@@ -45,6 +52,14 @@ def _task_ended(task_id: str | None = None, **_: Any) -> None:
         # ValueError: opened in another context (a thread): nothing of ours to undo.
         with contextlib.suppress(ValueError):
             close_context(token)
+
+
+def _no_banner_in_json(instance: Any = None, **_: Any) -> None:
+    """With ``LOG_FORMAT=json`` a worker prints no start banner (plain text that would break
+    "one JSON object per line"); its "ready" line is logged as usual. Celery sends this signal
+    just before it would print the banner."""
+    if instance is not None and settings.LOG_FORMAT == "json":
+        instance.quiet = True
 
 
 def _process_exiting(**_: Any) -> None:

@@ -124,8 +124,15 @@ def value(samples: dict, name: str, **labels: str) -> float:
 
 
 def json_lines(text: str) -> list[dict[str, Any]]:
-    """The log's JSON objects (a Celery worker also prints its banner as plain text)."""
-    return [json.loads(line) for line in text.splitlines() if line.startswith("{")]
+    """Every line of the log as a JSON object (a failure names the first line that is not)."""
+    lines = []
+    for line in text.splitlines():
+        if line.strip():
+            try:
+                lines.append(json.loads(line))
+            except ValueError:
+                pytest.fail(f"not a JSON line: {line!r}")
+    return lines
 
 
 @pytest.fixture
@@ -191,7 +198,8 @@ def test_a_real_run_moves_the_counters_that_gunicorn_serves_and_the_logs_name_it
     assert len(writers) >= 2, writers
     assert all(writer.startswith(f"{HOSTNAME[:64]}-") for writer in writers)
 
-    # 3. The worker's real log lines of the run name it, its partition and its task.
+    # 3. The worker's real log lines (each one a JSON object: no start banner in this format)
+    # name the run, its partition and its task.
     [finished] = [
         line for line in json_lines(worker.log_text())
         if line["message"].startswith(f"run {run.pk} (quota, default root.batch): finished")
@@ -208,7 +216,7 @@ def test_a_real_run_moves_the_counters_that_gunicorn_serves_and_the_logs_name_it
     assert status == 404 and headers["X-Request-ID"] == "obs-req-7"
     web = next(process for process in stack.processes if process.name == "web")
     wait_until(lambda: "obs-req-7" in web.log_text(), 10, message="the 404 was never logged")
-    lines = [json.loads(line) for line in web.log_text().splitlines() if line.strip()]
+    lines = json_lines(web.log_text())
     [not_found] = [line for line in lines if line.get("request_id") == "obs-req-7"]
     assert not_found["logger"] == "django.request" and not_found["level"] == "WARNING"
     assert (not_found["user"], not_found["partition"]) == ("cluster-agent", "default")
