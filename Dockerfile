@@ -25,7 +25,7 @@ RUN pip install --no-cache-dir -r requirements.txt
 
 # The project, copied path by path: no .venv, .git, .env or local database can slip in.
 # Files stay owned by root (the app cannot rewrite its own code); only var/ is the app's.
-COPY pyproject.toml manage.py ./
+COPY pyproject.toml manage.py gunicorn.conf.py ./
 COPY scheduler_admin ./scheduler_admin
 COPY scheduler_admin_agent ./scheduler_admin_agent
 COPY preemption ./preemption

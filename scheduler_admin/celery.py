@@ -57,6 +57,14 @@ BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": 10.0,
         "options": {"expires": 8.0},
     },
+    # --- issue 16, observability: the webhook worker's heartbeat (beat records its own, see
+    # scheduler_admin/system/beat.py), so /readyz has an age for each background process.
+    "record-webhook-worker-heartbeat": {
+        "task": "scheduler_admin.system.tasks.record_heartbeat",
+        "schedule": 10.0,
+        "kwargs": {"kind": "webhook_worker"},
+        "options": {"expires": 8.0, "queue": WEBHOOK_QUEUE},
+    },
 }
 
 
@@ -95,6 +103,8 @@ def configure(celery_app: Celery) -> None:
         },
         worker_hijack_root_logger=False,
         beat_schedule=BEAT_SCHEDULE,
+        # Celery's PersistentScheduler that also records beat's own heartbeat (issue 16).
+        beat_scheduler="scheduler_admin.system.beat:HeartbeatScheduler",
         beat_schedule_filename=settings.CELERY_BEAT_SCHEDULE_FILE,
         timezone="UTC",
         enable_utc=True,

@@ -13,6 +13,8 @@ variable (``scheduler_admin.env.Env``).
 
 from __future__ import annotations
 
+import ipaddress
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -357,3 +359,60 @@ LOGGING = {
         ),
     },
 }
+
+# --- Observability (issue 16: metrics, readiness, logs; scheduler_admin/observability/) --------
+INSTALLED_APPS.append("scheduler_admin.observability")
+# First: every answer (the guard's refusals and HTTPS redirects too) carries X-Request-ID.
+MIDDLEWARE.insert(0, "scheduler_admin.observability.middleware.RequestContextMiddleware")
+# Probes and scrapers inside the deployment's network speak plain http (see README "Metrics").
+SECURE_REDIRECT_EXEMPT += [r"^readyz$", r"^metrics$"]
+
+# Logs: plain (one line of text, the default and make run's) or json (one object per line with
+# time, level, logger, message and, when known, request_id, user, partition, run_id, task).
+LOG_FORMAT = env.choice("LOG_FORMAT", "plain", ("plain", "json"))
+LOGGING["formatters"]["json"] = {"()": "scheduler_admin.observability.logging.JsonFormatter"}
+LOGGING["filters"]["context"] = {"()": "scheduler_admin.observability.logging.ContextFilter"}
+LOGGING["handlers"]["console"].update(formatter=LOG_FORMAT, filters=["context"])
+
+# /metrics: off (404) unless one of these is set. A scraper passes with the bearer token, or
+# from an address in one of the networks (the TCP peer, never X-Forwarded-For).
+METRICS_TOKEN = env.str("METRICS_TOKEN", "")
+if METRICS_TOKEN and len(METRICS_TOKEN) < 32:
+    raise ImproperlyConfigured("METRICS_TOKEN must be at least 32 characters long")
+try:
+    METRICS_ALLOWED_NETWORKS = [
+        ipaddress.ip_network(value) for value in env.list("METRICS_ALLOWED_NETWORKS", [])
+    ]
+except ValueError as exc:
+    raise ImproperlyConfigured(f"METRICS_ALLOWED_NETWORKS: {exc}") from None
+# Per-queue series: queues at most this many levels below root (root is 0) ...
+METRICS_QUEUE_MAX_DEPTH = env.int("METRICS_QUEUE_MAX_DEPTH", 2, minimum=0)
+# ... and at most this many queues in all, shallowest first (the deepest are dropped first).
+METRICS_QUEUE_LIMIT = env.int("METRICS_QUEUE_LIMIT", 500, minimum=1)
+# prometheus-client's multiprocess mode: a directory shared by web and the workers, emptied when
+# the stack starts (scripts/run.sh, docker-compose's tmpfs volume). Blank: one process's values.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", "")
+if PROMETHEUS_MULTIPROC_DIR and not (
+    os.path.isdir(PROMETHEUS_MULTIPROC_DIR) and os.access(PROMETHEUS_MULTIPROC_DIR, os.W_OK)
+):
+    raise ImproperlyConfigured(
+        f"PROMETHEUS_MULTIPROC_DIR={PROMETHEUS_MULTIPROC_DIR} is not a writable directory"
+    )
+
+# /readyz: the oldest heartbeat allowed for beat (it records one every 10 s) and for the workers
+# (beat sends them one every 10 s; the webhook worker may be busy for a whole delivery task).
+READY_BEAT_MAX_AGE = env.int("READY_BEAT_MAX_AGE", 60, minimum=15)
+# A busy webhook worker is not a dead one: at least its delivery task's time limit + 20 s.
+_BUSY_WEBHOOK_WORKER_SECONDS = EVICTION_WEBHOOK_TIME_LIMIT + 20
+READY_WORKER_MAX_AGE = env.int(
+    "READY_WORKER_MAX_AGE", max(120, _BUSY_WEBHOOK_WORKER_SECONDS), minimum=15
+)
+if READY_WORKER_MAX_AGE < _BUSY_WEBHOOK_WORKER_SECONDS:
+    raise ImproperlyConfigured(
+        f"READY_WORKER_MAX_AGE ({READY_WORKER_MAX_AGE}) must be at least the webhook task's time "
+        f"limit + 20 s ({_BUSY_WEBHOOK_WORKER_SECONDS}): a busy webhook worker is not dead"
+    )
+# Seconds the broker gets to answer /readyz's ping.
+READY_BROKER_TIMEOUT = env.int("READY_BROKER_TIMEOUT", 2, minimum=1)
+# Cluster agents silent for longer than this are no longer checked (retired); 0: always checked.
+READY_AGENT_FORGET_SECONDS = env.int("READY_AGENT_FORGET_SECONDS", 7 * 24 * 3600, minimum=0)

@@ -16,6 +16,8 @@ urlpatterns = [
     path("api/v1/", include("scheduler_admin.api.urls")),
     path("api/schema/", SchemaView.as_view(), name="api-schema"),
     path("api/docs/", DocsView.as_view(url_name="api-schema"), name="api-docs"),
+    # issue 16, observability: /readyz and /metrics (no sign-in; /metrics by token or address)
+    path("", include("scheduler_admin.observability.urls")),
 ]
 
 handler400 = "scheduler_admin.api.errors.api_bad_request"

@@ -4,7 +4,8 @@
 # account, the demo partition and a simulated cluster that keeps changing (simulate_cluster --churn).
 # Called by `make run`. Environment: PORT (default 8000), SCHEDULER_VAR_DIR (default var/),
 # ADMIN_USERNAME/ADMIN_PASSWORD (manage.py ensure_admin), ACCESS_LOG=1 (gunicorn's access log,
-# off by default: the console polls), LOG_LEVEL (the workers' and beat's, default INFO).
+# off by default: the console polls), LOG_LEVEL (the workers' and beat's, default INFO),
+# PROMETHEUS_MULTIPROC_DIR (default var/metrics, emptied at start).
 #
 # Stopping. Any number and mix of SIGINT, SIGTERM and SIGHUP, to this script or to the whole
 # process group of `make run` (Ctrl-C, a closed terminal, `kill`), stops every process it started
@@ -249,6 +250,15 @@ if [ -z "${SECRET_KEY:-}" ]; then
   SECRET_KEY="$(cat "$VAR_DIR/secret_key")"
   export SECRET_KEY
 fi
+
+# Prometheus's multiprocess files (README "Metrics"): web, the workers and the simulator count
+# into one directory, which /metrics adds up. Emptied at every start (only its *.db files: the
+# directory may be one the caller named), so an earlier run's counts never join this one's.
+PROMETHEUS_MULTIPROC_DIR="${PROMETHEUS_MULTIPROC_DIR:-$VAR_DIR/metrics}"
+mkdir -p "$PROMETHEUS_MULTIPROC_DIR" || exit 1
+PROMETHEUS_MULTIPROC_DIR="$(cd "$PROMETHEUS_MULTIPROC_DIR" && pwd)"
+find "$PROMETHEUS_MULTIPROC_DIR" -maxdepth 1 -type f -name '*.db' -delete
+export PROMETHEUS_MULTIPROC_DIR
 
 step "$PY" manage.py migrate --noinput -v 0
 # ensure_admin prints a generated password once: it is kept for the block at the end (and shown

@@ -51,6 +51,7 @@ from scheduler_admin.enforcement.models import (
     EvictionStatus,
 )
 from scheduler_admin.limits import ACKNOWLEDGED_BY_MAX_LENGTH, cap_text
+from scheduler_admin.observability import metrics
 from scheduler_admin.queues.models import Partition
 
 logger = logging.getLogger(__name__)
@@ -110,6 +111,7 @@ def acknowledge_eviction(
             "the task no longer counts towards usage",
             data={"via": via, "outcome": str(EvictionOutcome.EVICTED)},
         )
+        metrics.eviction_acknowledged(order)
     return order
 
 
@@ -181,6 +183,7 @@ def acknowledge_evictions(
             record_events(
                 [_ack_event(partition, row, outcomes[row[0]], actor, now, via) for row in pending]
             )
+            metrics.evictions_acknowledged(row[0] for row in pending)
     return [(order_id, results.get(order_id, AckResult.NOT_FOUND)) for order_id, _ in items]
 
 

@@ -75,6 +75,7 @@ from scheduler_admin.enforcement.timers import (
     timer_event,
 )
 from scheduler_admin.limits import WORKER_NAME_MAX_LENGTH
+from scheduler_admin.observability import metrics
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_config
 
@@ -689,6 +690,7 @@ def _end_failed(
     )
     preempted = run.victims.filter(preempted_at__isnull=False).count()
     verb = "aborted" if kind == AuditKind.RUN_ABORTED else "failed"
+    metrics.run_ended(run, outcome=verb, ended_at=now)
     _run_event(
         kind,
         run,
@@ -939,6 +941,7 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
                 for victim in created
             ]
         )
+        metrics.victims_preempted(run, created)
 
 
 def _finish_run(run: PreemptionRun, token: int) -> None:
@@ -950,6 +953,7 @@ def _finish_run(run: PreemptionRun, token: int) -> None:
         )
         victims = run.victims.count()
         run.refresh_from_db(fields=["outcome"])
+        metrics.run_ended(run, outcome=run.outcome, ended_at=now)
         _run_event(
             AuditKind.RUN_FINISHED,
             run,

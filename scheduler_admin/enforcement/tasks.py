@@ -16,6 +16,7 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
 from scheduler_admin.enforcement import evictions, runs
+from scheduler_admin.observability.logging import run_context
 
 logger = logging.getLogger(__name__)
 
@@ -60,12 +61,13 @@ def deliver_eviction_webhooks() -> None:
 
 @shared_task(bind=True, ignore_result=True)
 def execute_run(self, run_id: int) -> None:
-    run = runs.execute_run(run_id, worker=self.request.hostname or "unknown")
-    if run is None:
-        logger.debug("run %s: not ours to execute (finished, or claimed by a live worker)", run_id)
-        return
-    outcome = f", {run.outcome}" if run.outcome else ""
-    logger.info(
-        "run %s (%s, %s %s): %s%s",
-        run.pk, run.policy, run.partition.name, run.queue_path, run.status, outcome,
-    )  # fmt: skip
+    with run_context(run_id):  # every log line of the run names it and its partition
+        run = runs.execute_run(run_id, worker=self.request.hostname or "unknown")
+        if run is None:
+            logger.debug("run %s: not ours to execute (finished, or held by a live worker)", run_id)
+            return
+        outcome = f", {run.outcome}" if run.outcome else ""
+        logger.info(
+            "run %s (%s, %s %s): %s%s",
+            run.pk, run.policy, run.partition.name, run.queue_path, run.status, outcome,
+        )  # fmt: skip

@@ -6,4 +6,4 @@ from scheduler_admin.web.admin_mixins import ReadOnlyAdmin
 
 @admin.register(WorkerHeartbeat)
 class WorkerHeartbeatAdmin(ReadOnlyAdmin):
-    list_display = ("worker", "last_seen")
+    list_display = ("worker", "kind", "last_seen")

@@ -156,10 +156,14 @@ def test_healthchecks_probe_what_they_should(compose: dict[str, Any]) -> None:
 
     assert "pg_isready" in probe("postgres")
     assert "redis-cli ping" in probe("redis")
+    # web: liveness (/healthz), never readiness: a stopped worker or a silent agent must not
+    # mark web unhealthy (the agent waits for web to be healthy). README "Health".
     assert "http://127.0.0.1:8000/healthz" in probe("web") and "urllib" in probe("web")
+    assert "readyz" not in probe("web")
     assert "inspect ping -d celery@$$HOSTNAME" in probe("worker")
     assert "inspect ping -d webhooks@$$HOSTNAME" in probe("webhook-worker")
-    assert CONTAINER_SCHEDULE in probe("beat") and "getmtime" in probe("beat")
+    # beat: its own heartbeat, which it records every 10 s (the /readyz check "beat" alone).
+    assert probe("beat") == "python manage.py readyz --check beat"
 
 
 def test_app_services_share_one_image_and_environment(compose: dict[str, Any]) -> None:
@@ -228,6 +232,24 @@ def test_data_lives_in_named_volumes(compose: dict[str, Any]) -> None:
 
     assert mounted("postgres") <= volumes and mounted("redis") <= volumes
     assert "beat-var:/app/var" in service(compose, "beat")["volumes"]
+
+
+def test_the_metrics_directory_is_one_in_memory_volume_shared_by_the_app_services(
+    compose: dict[str, Any],
+) -> None:
+    """Runs and victims are counted in the workers, /metrics is served by web: the app services
+    share one multiprocess directory (PROMETHEUS_MULTIPROC_DIR), a tmpfs volume that starts
+    empty with the stack, writable by the image's user."""
+    directory = service(compose, "web")["environment"]["PROMETHEUS_MULTIPROC_DIR"]
+    for name in APP_SERVICES:
+        assert f"metrics:{directory}" in service(compose, name)["volumes"], name
+    volume = compose["volumes"]["metrics"]
+    assert volume["driver_opts"]["type"] == "tmpfs"
+    options = dict(item.split("=") for item in volume["driver_opts"]["o"].split(","))
+    uid = re.search(r"--uid (\d+)", DOCKERFILE.read_text()).group(1)
+    assert options["uid"] == uid and options["mode"] == "0700"
+    # gunicorn reads ./gunicorn.conf.py (child_exit marks its dead workers): it is in the image.
+    assert re.search(r"^COPY .*\bgunicorn\.conf\.py\b.* \./$", DOCKERFILE.read_text(), re.M)
 
 
 def test_the_agent_is_opt_in_and_runs_the_console_script(compose: dict[str, Any]) -> None:
@@ -361,11 +383,13 @@ def test_dockerfile_installs_the_agents_console_script() -> None:
 # --- The same commands, natively -----------------------------------------------------------------
 
 
-def http_get(port: int, path: str) -> tuple[int, dict[str, str], bytes]:
+def http_get(
+    port: int, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
     """One GET on loopback without following redirects."""
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
     try:
-        connection.request("GET", path)
+        connection.request("GET", path, headers=headers or {})
         response = connection.getresponse()
         headers = {key.lower(): value for key, value in response.getheaders()}
         return response.status, headers, response.read()
@@ -397,7 +421,14 @@ def test_compose_commands_run_natively(
     """web, both workers and beat from the compose file, against the committed test database."""
     port = free_port()
     schedule = tmp_path / "celerybeat-schedule"
-    env = test_database_env(redis_url=isolated_redis, beat_schedule_file=schedule)
+    metrics_dir = tmp_path / "metrics"  # the compose "metrics" volume, empty at start
+    metrics_dir.mkdir()
+    metrics_token = "compose-metrics-token-0123456789abcdef"
+    env = test_database_env(
+        {"PROMETHEUS_MULTIPROC_DIR": str(metrics_dir), "METRICS_TOKEN": metrics_token},
+        redis_url=isolated_redis,
+        beat_schedule_file=schedule,
+    )
     log_dir = tmp_path / "logs"
     web = native_command(service(compose, "web")["command"], {CONTAINER_BIND: f"127.0.0.1:{port}"})
     web[web.index("--workers") + 1] = "2"  # plenty for a handful of requests, and faster to stop
@@ -450,6 +481,21 @@ def test_compose_commands_run_natively(
         )
         assert WEBHOOK_TASK_LOG.findall(by_name["worker"].log_text()) == []
 
+        # Ready once beat and both workers have recorded a heartbeat: each is named.
+        wait_until(lambda: answers(port, "/readyz"), 40, message="never ready", watch=processes)
+        status, _, body = http_get(port, "/readyz")
+        checks = json.loads(body)["checks"]
+        assert status == 200 and all(check["status"] == "ok" for check in checks.values())
+        assert checks["beat"]["process"] == f"beat@{socket.gethostname()}"
+        assert checks["worker"]["process"] == worker_name
+        assert checks["webhook_worker"]["process"] == f"webhooks@{socket.gethostname()}"
+        # /metrics: only with the token; the gauges name the same processes' heartbeats.
+        assert http_get(port, "/metrics")[0] == 401
+        status, _, body = http_get(port, "/metrics", {"Authorization": f"Bearer {metrics_token}"})
+        assert status == 200
+        for kind in ("beat", "worker", "webhook_worker"):
+            assert f'scheduler_admin_heartbeat_age_seconds{{kind="{kind}"}}' in body.decode()
+
         # The compose health checks themselves pass against the running processes.
         host = {"$$HOSTNAME": socket.gethostname()}
         probes = {
@@ -458,10 +504,12 @@ def test_compose_commands_run_natively(
             ),
             "worker": native_healthcheck(compose, "worker", host),
             "webhook-worker": native_healthcheck(compose, "webhook-worker", host),
-            "beat": native_healthcheck(compose, "beat", {CONTAINER_SCHEDULE: str(schedule)}),
+            "beat": native_healthcheck(compose, "beat", {}),
         }
         for name, probe in probes.items():
-            result = subprocess.run(probe, env=env, capture_output=True, text=True, timeout=30)
+            result = subprocess.run(
+                probe, env=env, cwd=PROJECT_DIR, capture_output=True, text=True, timeout=30
+            )
             assert result.returncode == 0, (
                 f"{name} healthcheck failed:\n{result.stdout}{result.stderr}\n{describe(processes)}"
             )

@@ -53,8 +53,11 @@ def queue_of(task_name: str, options: dict[str, object] | None = None) -> str:
 def test_webhook_deliveries_go_to_their_own_queue_and_everything_else_to_the_default() -> None:
     assert queue_of(WEBHOOK_TASK) == WEBHOOK_QUEUE == "webhooks"
     assert DEFAULT_QUEUE == "celery" == app.conf.task_default_queue
+    # The webhook worker's heartbeat goes to its queue: it says that worker is alive (issue 16).
+    to_webhook_worker = {"record-webhook-worker-heartbeat"}
     for name, entry in BEAT_SCHEDULE.items():
-        expected = WEBHOOK_QUEUE if entry["task"] == WEBHOOK_TASK else DEFAULT_QUEUE
+        to_webhooks = entry["task"] == WEBHOOK_TASK or name in to_webhook_worker
+        expected = WEBHOOK_QUEUE if to_webhooks else DEFAULT_QUEUE
         assert queue_of(str(entry["task"]), entry["options"]) == expected, name
     assert queue_of("scheduler_admin.enforcement.tasks.execute_run") == DEFAULT_QUEUE
     assert any(entry["task"] == WEBHOOK_TASK for entry in BEAT_SCHEDULE.values())

@@ -1,0 +1,39 @@
+"""gunicorn's settings file. gunicorn reads ``./gunicorn.conf.py`` from its working directory by
+itself, so every web process of the project gets it with its unchanged command: compose's web
+(``/app``), ``make run`` and the tests (the checkout). Command-line flags still win.
+
+- ``child_exit``: a gunicorn worker that exits is marked dead for Prometheus's multiprocess
+  files (``scheduler_admin.observability.metrics.mark_dead``).
+- With ``LOG_FORMAT=json``, gunicorn's own lines (its error log and, when on, the access log)
+  are JSON objects like the product's (``logger_class``), so the output stays one object per line.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from gunicorn.glogging import Logger
+
+
+def child_exit(server: Any, worker: Any) -> None:
+    from scheduler_admin.observability.metrics import mark_dead
+
+    mark_dead(worker.pid)
+
+
+class JsonLogger(Logger):
+    """gunicorn's logger with the product's JSON formatter on each of its handlers."""
+
+    def setup(self, cfg: Any) -> None:
+        super().setup(cfg)
+        from scheduler_admin.observability.logging import JsonFormatter
+
+        formatter = JsonFormatter()
+        for log in (self.error_log, self.access_log):
+            for handler in log.handlers:
+                handler.setFormatter(formatter)
+
+
+if os.environ.get("LOG_FORMAT", "").strip().lower() == "json":
+    logger_class = JsonLogger
