@@ -51,7 +51,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -131,6 +130,11 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
 
+# --- Sign-in hardening (issue 16, part "auth"): API tokens ------------------------------------
+# Days until a new API token expires unless its issuer picks another expiry (0: no expiry by
+# default). Tokens are hashed, named and listed per user (scheduler_admin/accounts/tokens.py).
+API_TOKEN_EXPIRY_DAYS = env.int("API_TOKEN_EXPIRY_DAYS", 90, minimum=0)
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
@@ -176,7 +180,7 @@ X_FRAME_OPTIONS = "DENY"
 REST_FRAMEWORK = {
     # Token first, so an anonymous request gets 401 with a WWW-Authenticate header.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "scheduler_admin.accounts.tokens.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["scheduler_admin.api.permissions.RolePermission"],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -12,9 +13,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.core.management import call_command
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from scheduler_admin.accounts.services import issue_token
 from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
@@ -41,21 +42,25 @@ def client_for(role: str | None) -> APIClient:
     if role:
         user.groups.add(Group.objects.get_or_create(name=role)[0])  # a flush may have emptied it
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(user, actor=None)}")
     return client
 
 
 def role_client(role: str | None) -> APIClient:
-    """Like ``client_for``, but the same user and token on every call (None: anonymous), so a
-    test may ask for a role's client more than once."""
+    """Like ``client_for``, but the same user on every call (None: anonymous), so a test may ask
+    for a role's client more than once. Each call issues a token of its own (keys are stored
+    hashed and cannot be read back), so earlier clients keep working."""
     client = APIClient()
     if role is None:
         return client
     user, _ = get_user_model().objects.get_or_create(username=f"role-{role}")
     user.groups.add(Group.objects.get_or_create(name=role)[0])
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    key = issue_token(user, actor=None, name=f"test-{next(_token_numbers)}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client
+
+
+_token_numbers = itertools.count(1)
 
 
 @pytest.fixture

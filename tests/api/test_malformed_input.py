@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 from django.core.cache import cache
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from preemption.config import PartitionConfig
 from scheduler_admin import limits
+from scheduler_admin.accounts.tokens import ApiToken
 from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.cluster.models import Allocation, Ask, Node
@@ -645,7 +645,7 @@ def snapshot() -> dict[str, Any]:
             )
         ),
         "cluster": (Node.objects.count(), Allocation.objects.count(), Ask.objects.count()),
-        "tokens": Token.objects.count(),
+        "tokens": ApiToken.objects.count(),
     }  # fmt: skip
 
 
