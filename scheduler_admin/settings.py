@@ -313,6 +313,26 @@ EVICTION_WEBHOOK_TIME_LIMIT = EVICTION_WEBHOOK_SOFT_TIME_LIMIT + 10
 # With REDIS_URL set, Redis is the broker. Without it (the embedded default) Celery's SQLAlchemy
 # transport keeps the queue in its own SQLite file, so nothing else has to be installed.
 REDIS_URL = env.raw("REDIS_URL")
+
+# --- API throttle counters (issue 16, part "auth") ---------------------------------------------
+# With REDIS_URL the API throttles count in Redis, shared by every gunicorn worker and replica
+# (scheduler_admin/api/throttling.py); without it (make run) each process counts alone in memory.
+# THROTTLE_KEY_PREFIX keeps their keys apart from anything else in that Redis database.
+THROTTLE_KEY_PREFIX = env.str("THROTTLE_KEY_PREFIX", "scheduler-admin-throttle")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": THROTTLE_KEY_PREFIX,
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
+    ),
+}
+
 CELERY_BROKER_URL = env.str(
     "CELERY_BROKER_URL",
     REDIS_URL or f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}",

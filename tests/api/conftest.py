@@ -11,7 +11,6 @@ import pytest
 import time_machine
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.cache import cache
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
@@ -23,6 +22,7 @@ from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.queues.yaml_io import parse_queues_yaml
 from tests.support.team import GB, START, TEAM_TASKS, team_config
+from tests.support.throttles import clear_throttle_counts
 
 ROLES = ("viewer", "operator", "admin")
 #: The password of ``live``'s ``token-user``.
@@ -146,7 +146,7 @@ def live(db) -> Live:
     (pending eviction orders), with an active run on root.team.a, a pending timer on
     root.team.b, a pending ask, a disruption budget and a user ``token-user`` with a password.
     """
-    cache.clear()  # throttling counters of earlier tests
+    clear_throttle_counts()  # throttling counters of earlier tests
     with time_machine.travel(START, tick=False):
         configs = parse_queues_yaml(team_config("2s"), settings_for=services.settings_for_import)
         services.import_partition_configs(configs, actor=None, comment="initial")

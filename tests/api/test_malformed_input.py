@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from preemption.config import PartitionConfig
@@ -33,6 +32,7 @@ from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
 from tests.api.conftest import role_client
 from tests.support.console import NIGHTLY, import_demo, nightly_tasks
+from tests.support.throttles import clear_throttle_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -586,7 +586,7 @@ def read_cases() -> list[Case]:
 def ctx(db) -> Context:
     """The demo partition with four tasks in nightly, a pending quota timer on nightly (its max
     lowered below its usage), and an empty ``other`` partition."""
-    cache.clear()  # throttling counters from earlier tests
+    clear_throttle_counts()  # throttling counters from earlier tests
     partition = import_demo()
     nightly_tasks(partition)
     services.update_queue(
