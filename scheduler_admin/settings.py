@@ -18,6 +18,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from scheduler_admin.csp import DEFAULT_POLICY as DEFAULT_CSP
 from scheduler_admin.env import Env
 
 env = Env()
@@ -66,6 +67,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy (issue 16, part "auth"): above WhiteNoise, so static SVGs get it.
+    "scheduler_admin.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before anything reads the request: size limits and text that cannot be stored.
     "scheduler_admin.middleware.RequestGuardMiddleware",
@@ -175,6 +178,9 @@ SECURE_PROXY_SSL_HEADER = (
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy of every page: no inline script, everything from this origin
+# (scheduler_admin/csp.py says why each source is there).
+CONTENT_SECURITY_POLICY = DEFAULT_CSP
 
 # --- REST API ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
