@@ -16,11 +16,16 @@ from scheduler_admin.accounts.tokens import ApiToken
 from scheduler_admin.api.parsers import SafeJSONParser
 from scheduler_admin.api.strict import StrictFields
 from scheduler_admin.api.throttling import TokenRateThrottle
+from scheduler_admin.limits import USERNAME_MAX_LENGTH
 
 
 class AuthTokenSerializer(StrictFields, serializers.AuthTokenSerializer):
     """DRF's ``username`` and ``password`` (checked by ``authenticate``, so failed attempts are
     counted by the sign-in throttle), an optional token ``name``; any other field is refused."""
+
+    username = drf_serializers.CharField(
+        label="Username", write_only=True, max_length=USERNAME_MAX_LENGTH
+    )
 
     name = drf_serializers.CharField(
         required=False,
@@ -63,7 +68,9 @@ class ObtainTokenView(APIView):
     serializer_class = AuthTokenSerializer
 
     def post(self, request: Request) -> Response:
-        serializer = AuthTokenSerializer(data=request.data, context={"request": request})
+        # Django's request, not DRF's wrapper: the sign-in throttle (axes) marks a locked-out
+        # attempt on it, and its middleware answers 429 (accounts.signin.lockout_response).
+        serializer = AuthTokenSerializer(data=request.data, context={"request": request._request})
         serializer.is_valid(raise_exception=True)
         user = serializer.validated_data["user"]
         name = serializer.validated_data["name"]

@@ -3,7 +3,7 @@ user's own (``/account/tokens/``) and, for admins, any user's (``/users/<pk>/tok
 
 from django.urls import path
 
-from scheduler_admin.web.users import tokens, views
+from scheduler_admin.web.users import signin, tokens, views
 
 urlpatterns = [
     path("users/", views.user_list, name="users"),
@@ -19,6 +19,7 @@ urlpatterns = [
         tokens.user_token_revoke,
         name="users-tokens-revoke",
     ),
+    path("users/unlock/", signin.unlock, name="users-unlock"),
     path("account/tokens/", tokens.my_tokens, name="my-tokens"),
     path("account/tokens/issue/", tokens.my_token_issue, name="my-tokens-issue"),
     path("account/tokens/<int:token_id>/revoke/", tokens.my_token_revoke, name="my-tokens-revoke"),
