@@ -202,7 +202,7 @@ if OIDC_ENABLED:
     OIDC_USERNAME_CLAIM = env.str("OIDC_USERNAME_CLAIM", "preferred_username")
     OIDC_ROLE_GROUPS = env.required_str("OIDC_ROLE_GROUPS")
     # Where a refused sign-in lands (with the reason as a message), and mozilla's defaults.
-    LOGIN_REDIRECT_URL_FAILURE = "login"
+    LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
     OIDC_CREATE_USER = True
     AUTHENTICATION_BACKENDS.append("scheduler_admin.accounts.oidc.RoleMappingOIDCBackend")
     from scheduler_admin.accounts.oidc_config import parse_role_groups

@@ -22,7 +22,7 @@ urlpatterns = [
 # Single sign-on (issue 16, part "auth"): /oidc/authenticate/ and /oidc/callback/, only when
 # OpenID Connect is configured (OIDC_RP_CLIENT_ID).
 if settings.OIDC_ENABLED:
-    urlpatterns.append(path("oidc/", include("mozilla_django_oidc.urls")))
+    urlpatterns.append(path("oidc/", include("scheduler_admin.accounts.oidc")))
 
 handler400 = "scheduler_admin.api.errors.api_bad_request"
 handler403 = "scheduler_admin.api.errors.api_forbidden"
