@@ -202,20 +202,12 @@ def issue_token(
         expires_at = tokens.default_expiry(now)
     elif expires_at <= now:
         raise AccountError("The expiry must be in the future.", field="expires_at")
-    key = tokens.new_key()
     with transaction.atomic():
         user = _locked(user)
         if not user.is_active:
             raise AccountError(f"{user.username} is deactivated: reactivate the account first.")
         replaced = ApiToken.objects.filter(user=user, name=name).delete()[0] > 0
-        token = ApiToken.objects.create(
-            user=user,
-            name=name,
-            prefix=key[: tokens.PREFIX_LENGTH],
-            digest=tokens.digest_of(key),
-            created_at=now,
-            expires_at=expires_at,
-        )
+        token, key = tokens.create_token(user, name=name, expires_at=expires_at, now=now)
         expiry = f"expires {expires_at:%Y-%m-%d %H:%M} UTC" if expires_at else "no expiry"
         _record(
             AuditKind.TOKEN_ISSUED,

@@ -88,6 +88,25 @@ class ApiToken(models.Model):
         return self.expires_at is not None and self.expires_at <= (now or timezone.now())
 
 
+def create_token(
+    user: object, *, name: str, expires_at: datetime | None, now: datetime | None = None
+) -> tuple[ApiToken, str]:
+    """Store a new token of ``user`` (its digest) and return it with its key: the storage step
+    only. Product code calls ``accounts.services.issue_token``, which checks the name and the
+    account, replaces a namesake and writes the audit event; test fixtures that need a working
+    key without an audit row call this."""
+    key = new_key()
+    token = ApiToken.objects.create(
+        user=user,
+        name=name,
+        prefix=key[:PREFIX_LENGTH],
+        digest=digest_of(key),
+        created_at=now or timezone.now(),
+        expires_at=expires_at,
+    )
+    return token, key
+
+
 class ApiTokenAuthentication(TokenAuthentication):
     """``Authorization: Token <key>`` (the header the cluster agent sends), checked against the
     hashed keys. A subclass of DRF's class so the header parsing, the 401's

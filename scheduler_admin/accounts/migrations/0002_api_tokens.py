@@ -12,6 +12,7 @@ again: going back to 0001 removes every token.
 """
 
 import hashlib
+from datetime import UTC
 
 import django.db.models.deletion
 from django.conf import settings
@@ -35,7 +36,8 @@ def hash_legacy_tokens(apps, schema_editor):
             name="default",
             prefix=key[:6],
             digest=hashlib.sha256(key.encode("utf-8")).hexdigest(),
-            created_at=created,
+            # SQLite hands back naive UTC datetimes (Django stores them so): make them aware.
+            created_at=created if created.tzinfo else created.replace(tzinfo=UTC),
             expires_at=None,
         )
         for key, user_id, created in rows
