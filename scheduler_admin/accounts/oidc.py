@@ -156,7 +156,8 @@ def sign_in_identity(
     if refusal is not None:
         name = user.get_username() if user is not None else (username or subject)
         _refuse(name, subject, groups, refusal)
-    assert user is not None and role is not None
+    if user is None or role is None:  # every path above set both or refused
+        raise RuntimeError("single sign-on reached no account and no refusal")
     if role_of(user) != role:
         try:
             services.change_role(user, role, actor=None)
