@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import ipaddress
 import os
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from scheduler_admin.csp import DEFAULT_POLICY as DEFAULT_CSP
 from scheduler_admin.env import Env
 
 env = Env()
@@ -53,10 +55,10 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
-    "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "axes",  # failed sign-in throttling (issue 16, part "auth")
     "scheduler_admin.accounts",
     "scheduler_admin.audit",
     "scheduler_admin.queues",
@@ -69,6 +71,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # Content-Security-Policy (issue 16, part "auth"): above WhiteNoise, so static SVGs get it.
+    "scheduler_admin.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before anything reads the request: size limits and text that cannot be stored.
     "scheduler_admin.middleware.RequestGuardMiddleware",
@@ -79,6 +83,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Turns a sign-in refused for too many failures into the lockout answer (issue 16, "auth").
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "scheduler_admin.urls"
@@ -95,6 +101,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "scheduler_admin.accounts.context_processors.roles",
+                "scheduler_admin.accounts.context_processors.sign_in",
             ],
         },
     },
@@ -132,6 +139,77 @@ AUTH_PASSWORD_VALIDATORS = [
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"
 LOGOUT_REDIRECT_URL = "login"
+
+# --- Sign-in hardening (issue 16, part "auth"): API tokens ------------------------------------
+# Days until a new API token expires unless its issuer picks another expiry (0: no expiry by
+# default). Tokens are hashed, named and listed per user (scheduler_admin/accounts/tokens.py).
+API_TOKEN_EXPIRY_DAYS = env.int("API_TOKEN_EXPIRY_DAYS", 90, minimum=0)
+
+# --- Sign-in hardening (issue 16, part "auth"): failed sign-ins -------------------------------
+# After SIGNIN_FAILURE_LIMIT failed sign-ins of one user name (from any address) or from one
+# address (for any user name), signing in is refused for SIGNIN_LOCKOUT_MINUTES after the last
+# failure (console, Django admin, POST /api/v1/auth/token/); admins unlock earlier
+# (scheduler_admin/accounts/signin.py). SIGNIN_TRUSTED_PROXIES: how many reverse proxies in
+# front of the product append to X-Forwarded-For (0: use the connection's address).
+SIGNIN_FAILURE_LIMIT = env.int("SIGNIN_FAILURE_LIMIT", 5, minimum=1)
+SIGNIN_LOCKOUT_MINUTES = env.int("SIGNIN_LOCKOUT_MINUTES", 15, minimum=1)
+SIGNIN_TRUSTED_PROXIES = env.int("SIGNIN_TRUSTED_PROXIES", 0, minimum=0)
+AUTHENTICATION_BACKENDS = [
+    "scheduler_admin.accounts.signin.SigninThrottleBackend",  # first: refuses locked-out ones
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = SIGNIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=SIGNIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own, not the pair
+AXES_RESET_ON_SUCCESS = False  # it would reset the address's failures too
+AXES_LOCKOUT_CALLABLE = "scheduler_admin.accounts.signin.lockout_response"
+AXES_CLIENT_IP_CALLABLE = "scheduler_admin.accounts.signin.client_address"
+AXES_USERNAME_CALLABLE = "scheduler_admin.accounts.signin.client_username"
+AXES_DISABLE_ACCESS_LOG = True  # successful sign-ins: Django's last_login, not a growing table
+AXES_ENABLE_ADMIN = False  # the Django admin stays read-only; unlocking is audited elsewhere
+AXES_VERBOSE = False
+
+# --- Sign-in hardening (issue 16, part "auth"): optional single sign-on (OpenID Connect) -------
+# Off unless OIDC_RP_CLIENT_ID is set; then the sign-in page offers "Sign in with
+# OIDC_PROVIDER_NAME" (mozilla-django-oidc; scheduler_admin/accounts/oidc.py). Users are created
+# at their first sign-in and get the role their groups map to (OIDC_ROLE_GROUPS), again at every
+# sign-in; a user whose groups map to no role is refused.
+OIDC_RP_CLIENT_ID = env.str("OIDC_RP_CLIENT_ID", "")
+OIDC_ENABLED = bool(OIDC_RP_CLIENT_ID)
+OIDC_PROVIDER_NAME = env.str("OIDC_PROVIDER_NAME", "single sign-on")
+if OIDC_ENABLED:
+    OIDC_RP_CLIENT_SECRET = env.required_str("OIDC_RP_CLIENT_SECRET")
+    OIDC_OP_ISSUER = env.required_str("OIDC_OP_ISSUER")
+    OIDC_OP_AUTHORIZATION_ENDPOINT = env.required_str("OIDC_OP_AUTHORIZATION_ENDPOINT")
+    OIDC_OP_TOKEN_ENDPOINT = env.required_str("OIDC_OP_TOKEN_ENDPOINT")
+    OIDC_OP_USER_ENDPOINT = env.required_str("OIDC_OP_USER_ENDPOINT")
+    OIDC_OP_JWKS_ENDPOINT = env.required_str("OIDC_OP_JWKS_ENDPOINT")
+    if IS_PRODUCTION:
+        for _name in (
+            "OIDC_OP_ISSUER",
+            "OIDC_OP_AUTHORIZATION_ENDPOINT",
+            "OIDC_OP_TOKEN_ENDPOINT",
+            "OIDC_OP_USER_ENDPOINT",
+            "OIDC_OP_JWKS_ENDPOINT",
+        ):
+            if not str(globals()[_name]).startswith("https://"):
+                raise ImproperlyConfigured(f"{_name} must be an https:// URL in production")
+    OIDC_RP_SIGN_ALGO = env.choice(
+        "OIDC_RP_SIGN_ALGO", "RS256", ("RS256", "RS384", "RS512", "ES256", "ES384", "ES512")
+    )
+    OIDC_RP_SCOPES = env.str("OIDC_RP_SCOPES", "openid email profile")
+    OIDC_USE_PKCE = env.bool("OIDC_USE_PKCE", True)
+    OIDC_TIMEOUT = env.int("OIDC_TIMEOUT", 10, minimum=1)
+    OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", "groups")
+    OIDC_USERNAME_CLAIM = env.str("OIDC_USERNAME_CLAIM", "preferred_username")
+    OIDC_ROLE_GROUPS = env.required_str("OIDC_ROLE_GROUPS")
+    # Where a refused sign-in lands (with the reason as a message), and mozilla's defaults.
+    LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
+    OIDC_CREATE_USER = True
+    AUTHENTICATION_BACKENDS.append("scheduler_admin.accounts.oidc.RoleMappingOIDCBackend")
+    from scheduler_admin.accounts.oidc_config import parse_role_groups
+
+    OIDC_ROLE_BY_GROUP = parse_role_groups(OIDC_ROLE_GROUPS)  # checked at start-up
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -173,12 +251,15 @@ SECURE_PROXY_SSL_HEADER = (
 SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SESSION_COOKIE_HTTPONLY = True
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy of every page: no inline script, everything from this origin
+# (scheduler_admin/csp.py says why each source is there).
+CONTENT_SECURITY_POLICY = DEFAULT_CSP
 
 # --- REST API ---------------------------------------------------------------------------------
 REST_FRAMEWORK = {
     # Token first, so an anonymous request gets 401 with a WWW-Authenticate header.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "scheduler_admin.accounts.tokens.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["scheduler_admin.api.permissions.RolePermission"],
@@ -311,6 +392,26 @@ EVICTION_WEBHOOK_TIME_LIMIT = EVICTION_WEBHOOK_SOFT_TIME_LIMIT + 10
 # With REDIS_URL set, Redis is the broker. Without it (the embedded default) Celery's SQLAlchemy
 # transport keeps the queue in its own SQLite file, so nothing else has to be installed.
 REDIS_URL = env.raw("REDIS_URL")
+
+# --- API throttle counters (issue 16, part "auth") ---------------------------------------------
+# With REDIS_URL the API throttles count in Redis, shared by every gunicorn worker and replica
+# (scheduler_admin/api/throttling.py); without it (make run) each process counts alone in memory.
+# THROTTLE_KEY_PREFIX keeps their keys apart from anything else in that Redis database.
+THROTTLE_KEY_PREFIX = env.str("THROTTLE_KEY_PREFIX", "scheduler-admin-throttle")
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "throttle": (
+        {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": THROTTLE_KEY_PREFIX,
+            "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2},
+        }
+        if REDIS_URL
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache", "LOCATION": "throttle"}
+    ),
+}
+
 CELERY_BROKER_URL = env.str(
     "CELERY_BROKER_URL",
     REDIS_URL or f"sqla+sqlite:///{VAR_DIR / 'celery-broker.sqlite3'}",

@@ -9,6 +9,10 @@ import os
 os.environ.setdefault("SCHEDULER_ENV", "test")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+# API throttle counters in Redis (issue 16, part "auth"): one key prefix per pytest process, so
+# parallel runs on one Redis never count each other's requests; processes a test starts inherit
+# it through the environment and share the counts with it.
+os.environ.setdefault("THROTTLE_KEY_PREFIX", f"test-throttle-{os.getpid()}")
 
 from scheduler_admin.settings import *  # noqa: F403
 

@@ -2,6 +2,7 @@
 through ``LoginRequiredMiddleware``, the API (its schema and docs included) through DRF's
 authentication and ``RolePermission`` (``scheduler_admin.api.navigation``)."""
 
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -19,6 +20,11 @@ urlpatterns = [
     # issue 16, observability: /readyz and /metrics (no sign-in; /metrics by token or address)
     path("", include("scheduler_admin.observability.urls")),
 ]
+
+# Single sign-on (issue 16, part "auth"): /oidc/authenticate/ and /oidc/callback/, only when
+# OpenID Connect is configured (OIDC_RP_CLIENT_ID).
+if settings.OIDC_ENABLED:
+    urlpatterns.append(path("oidc/", include("scheduler_admin.accounts.oidc")))
 
 handler400 = "scheduler_admin.api.errors.api_bad_request"
 handler403 = "scheduler_admin.api.errors.api_forbidden"

@@ -1,6 +1,7 @@
 """Managing console users: create, change role, deactivate, reactivate, issue and revoke API
-tokens. The only code that writes users; ``manage.py create_user`` and the Users page both call
-it, so their rules and audit events are the same.
+tokens (several per user, each named, stored hashed: ``accounts.tokens``). The only code that
+writes users; ``manage.py create_user`` and the Users page both call it, so their rules and
+audit events are the same.
 
 Each function is one transaction with its audit event (actor ``None`` is the system, e.g. the
 command). A role is exactly one of the groups viewer, operator, admin (``accounts.roles``); the
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model, password_validation
@@ -25,11 +27,13 @@ from django.contrib.auth.models import AbstractBaseUser, AbstractUser, Group
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import Prefetch, Q, QuerySet
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
+from preemption.config import text_problem
+from scheduler_admin.accounts import tokens
 from scheduler_admin.accounts.roles import ADMIN, ROLES, role_of
+from scheduler_admin.accounts.tokens import ApiToken
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
 from scheduler_admin.limits import USERNAME_MAX_LENGTH
@@ -56,21 +60,17 @@ class CreatedUser:
 
 
 def users() -> QuerySet[AbstractUser]:
-    """Every account, with what the Users page shows (roles and token) fetched up front."""
+    """Every account, with what the Users page shows (roles and tokens) fetched up front."""
     return (
         get_user_model()
         .objects.order_by("username")
-        .prefetch_related("groups")
-        .select_related("auth_token")
+        .prefetch_related("groups", Prefetch("api_tokens", ApiToken.objects.order_by("name")))
     )
 
 
-def token_of(user: AbstractUser) -> Token | None:
-    """The user's API token, or None (DRF's reverse one-to-one raises when there is none)."""
-    try:
-        return user.auth_token
-    except Token.DoesNotExist:
-        return None
+def tokens_of(user: AbstractUser) -> list[ApiToken]:
+    """The user's API tokens by name (never their keys: those are not stored)."""
+    return list(ApiToken.objects.filter(user=user).order_by("name"))
 
 
 def generate_password() -> str:
@@ -163,7 +163,7 @@ def set_active(user: AbstractUser, active: bool, *, actor: AbstractBaseUser | No
             _refuse_own_account(user, actor, "deactivate")
             if role_of(user) == ADMIN:
                 _refuse_last_admin(user, "deactivate")
-            revoked = Token.objects.filter(user=user).delete()[0] > 0
+            revoked = ApiToken.objects.filter(user=user).delete()[0] > 0
         user.is_active = active
         user.save(update_fields=["is_active"])
         verb = "reactivated" if active else "deactivated"
@@ -172,44 +172,81 @@ def set_active(user: AbstractUser, active: bool, *, actor: AbstractBaseUser | No
             user,
             actor,
             f"User {user.username} {verb} by {actor_name(actor)}"
-            + (" (API token revoked)" if revoked else ""),
+            + (" (API tokens revoked)" if revoked else ""),
             {"token_revoked": revoked} if not active else {},
         )
     return True
 
 
-def issue_token(user: AbstractUser, *, actor: AbstractBaseUser | None) -> str:
-    """A new API token for ``user``, replacing any they had (the old one stops working at
-    once). Returns the key, to be shown once. Refused for a deactivated account."""
+def issue_token(
+    user: AbstractUser,
+    *,
+    actor: AbstractBaseUser | None,
+    name: str = tokens.DEFAULT_NAME,
+    expires_at: datetime | None = None,
+    no_expiry: bool = False,
+) -> str:
+    """A new API token named ``name`` for ``user``; a token of theirs with the same name is
+    replaced (it stops working at once). Returns the key, to be shown once: only its digest is
+    stored.
+
+    ``expires_at`` None means the default expiry (``API_TOKEN_EXPIRY_DAYS``; 0: none);
+    ``no_expiry`` asks for a token that never expires. Refused: a deactivated account, an empty
+    or too long name, an expiry in the past.
+    """
+    name = _checked_token_name(name)
+    now = timezone.now()
+    if no_expiry:
+        expires_at = None
+    elif expires_at is None:
+        expires_at = tokens.default_expiry(now)
+    elif expires_at <= now:
+        raise AccountError("The expiry must be in the future.", field="expires_at")
     with transaction.atomic():
         user = _locked(user)
         if not user.is_active:
             raise AccountError(f"{user.username} is deactivated: reactivate the account first.")
-        replaced = Token.objects.filter(user=user).delete()[0] > 0
-        token = Token.objects.create(user=user)
+        replaced = ApiToken.objects.filter(user=user, name=name).delete()[0] > 0
+        token, key = tokens.create_token(user, name=name, expires_at=expires_at, now=now)
+        expiry = f"expires {expires_at:%Y-%m-%d %H:%M} UTC" if expires_at else "no expiry"
         _record(
             AuditKind.TOKEN_ISSUED,
             user,
             actor,
-            f"API token {'replaced' if replaced else 'issued'} for {user.username} "
-            f"by {actor_name(actor)}",
-            {"replaced": replaced},
+            f"API token {name!r} ({token.prefix}…, {expiry}) "
+            f"{'replaced' if replaced else 'issued'} for {user.username} by {actor_name(actor)}",
+            {
+                "replaced": replaced,
+                "token": name,
+                "prefix": token.prefix,
+                "expires_at": expires_at.isoformat() if expires_at else None,
+            },
         )
-    return token.key
+    return key
 
 
-def revoke_token(user: AbstractUser, *, actor: AbstractBaseUser | None) -> bool:
-    """Delete ``user``'s API token (requests with it get 401). False when they had none."""
+def revoke_token(
+    user: AbstractUser, *, actor: AbstractBaseUser | None, token_id: int | None = None
+) -> bool:
+    """Delete one of ``user``'s API tokens (``token_id``), or all of them (None): requests with
+    them get 401. False when there was nothing to delete."""
     with transaction.atomic():
         user = _locked(user)
-        if Token.objects.filter(user=user).delete()[0] == 0:
+        doomed = ApiToken.objects.filter(user=user)
+        if token_id is not None:
+            doomed = doomed.filter(pk=token_id)
+        gone = list(doomed.order_by("name").values_list("name", "prefix"))
+        if not gone:
             return False
+        doomed.delete()
+        names = ", ".join(f"{name!r} ({prefix}…)" for name, prefix in gone)
         _record(
             AuditKind.TOKEN_REVOKED,
             user,
             actor,
-            f"API token of {user.username} revoked by {actor_name(actor)}",
-            {},
+            f"API token{'s' if len(gone) > 1 else ''} {names} of {user.username} revoked by "
+            f"{actor_name(actor)}",
+            {"tokens": [{"token": name, "prefix": prefix} for name, prefix in gone]},
         )
     return True
 
@@ -241,6 +278,20 @@ def _check_username(username: str) -> None:
         raise AccountError(" ".join(exc.messages), field="username") from None
     if user_model.objects.filter(username__iexact=username).exists():
         raise AccountError(_taken(username), field="username")
+
+
+def _checked_token_name(name: str) -> str:
+    name = name.strip()
+    if not name:
+        raise AccountError("A token needs a name (the script or agent using it).", field="name")
+    if len(name) > tokens.NAME_MAX_LENGTH:
+        raise AccountError(
+            f"A token name has at most {tokens.NAME_MAX_LENGTH} characters.", field="name"
+        )
+    problem = text_problem(name)
+    if problem:
+        raise AccountError(f"A token name {problem}.", field="name")
+    return name
 
 
 def _checked_email(email: str) -> str:

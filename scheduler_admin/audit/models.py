@@ -45,6 +45,10 @@ class AuditKind(models.TextChoices):
     USER_REACTIVATED = "user.reactivated", "User reactivated"
     TOKEN_ISSUED = "token.issued", "API token issued"
     TOKEN_REVOKED = "token.revoked", "API token revoked"
+    # Sign-in hardening (issue 16, part "auth")
+    SIGNIN_LOCKED_OUT = "signin.locked_out", "Sign-in locked after failed attempts"
+    SIGNIN_UNLOCKED = "signin.unlocked", "Sign-in unlocked"
+    SIGNIN_REFUSED = "signin.refused", "Single sign-on refused"
 
 
 class AuditEvent(models.Model):

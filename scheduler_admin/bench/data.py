@@ -14,6 +14,7 @@ import io
 import json
 import os
 import random
+import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -88,12 +89,13 @@ class Context:
 
     def api_client(self, role: str) -> Any:
         """An API client with the user's token, as automation calls the API."""
-        from rest_framework.authtoken.models import Token
         from rest_framework.test import APIClient
 
-        token, _ = Token.objects.get_or_create(user=self.user(role))
+        from scheduler_admin.accounts.services import issue_token
+
+        key = issue_token(self.user(role), actor=None, name=f"bench-{secrets.token_hex(4)}")
         client = APIClient()
-        client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+        client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
         return client
 
 

@@ -47,10 +47,10 @@ from django.test.utils import (  # noqa: E402
     setup_test_environment,
     teardown_test_environment,
 )
-from rest_framework.authtoken.models import Token  # noqa: E402
 from rest_framework.test import APIClient  # noqa: E402
 
 from scheduler_admin.accounts.roles import OPERATOR  # noqa: E402
+from scheduler_admin.accounts.services import issue_token  # noqa: E402
 from scheduler_admin.cluster.models import Allocation, Application  # noqa: E402
 from scheduler_admin.cluster.services import parse_cluster_state  # noqa: E402
 from scheduler_admin.queues.models import Partition  # noqa: E402
@@ -146,7 +146,7 @@ def main() -> None:
             user = get_user_model().objects.create_user("bench-operator")
             user.groups.add(Group.objects.get(name=OPERATOR))
             client = APIClient()
-            client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+            client.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(user, actor=None)}")
             client.post(URL, {}, format="json")  # warm up imports and URL resolution
             for allocations in args.allocations:
                 measure(client, allocations, args.repeat, args.profile)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -10,11 +11,10 @@ import pytest
 import time_machine
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.cache import cache
 from django.core.management import call_command
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from scheduler_admin.accounts.tokens import create_token
 from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
@@ -22,6 +22,7 @@ from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.queues.yaml_io import parse_queues_yaml
 from tests.support.team import GB, START, TEAM_TASKS, team_config
+from tests.support.throttles import clear_throttle_counts
 
 ROLES = ("viewer", "operator", "admin")
 #: The password of ``live``'s ``token-user``.
@@ -41,21 +42,32 @@ def client_for(role: str | None) -> APIClient:
     if role:
         user.groups.add(Group.objects.get_or_create(name=role)[0])  # a flush may have emptied it
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=user).key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {_key(user, 'test')}")
     return client
 
 
 def role_client(role: str | None) -> APIClient:
-    """Like ``client_for``, but the same user and token on every call (None: anonymous), so a
-    test may ask for a role's client more than once."""
+    """Like ``client_for``, but the same user on every call (None: anonymous), so a test may ask
+    for a role's client more than once. Each call issues a token of its own (keys are stored
+    hashed and cannot be read back), so earlier clients keep working."""
     client = APIClient()
     if role is None:
         return client
     user, _ = get_user_model().objects.get_or_create(username=f"role-{role}")
     user.groups.add(Group.objects.get_or_create(name=role)[0])
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    key = _key(user, f"test-{next(_token_numbers)}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client
+
+
+_token_numbers = itertools.count(1)
+
+
+def _key(user, name: str) -> str:
+    """A working API key for a fixture client, stored as every token is (hashed) but without
+    the ``token.issued`` audit event ``issue_token`` writes: tests that count audit events must
+    see only the events of what they test."""
+    return create_token(user, name=name, expires_at=None)[1]
 
 
 @pytest.fixture
@@ -141,7 +153,7 @@ def live(db) -> Live:
     (pending eviction orders), with an active run on root.team.a, a pending timer on
     root.team.b, a pending ask, a disruption budget and a user ``token-user`` with a password.
     """
-    cache.clear()  # throttling counters of earlier tests
+    clear_throttle_counts()  # throttling counters of earlier tests
     with time_machine.travel(START, tick=False):
         configs = parse_queues_yaml(team_config("2s"), settings_for=services.settings_for_import)
         services.import_partition_configs(configs, actor=None, comment="initial")

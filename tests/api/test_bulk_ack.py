@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 import time_machine
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from scheduler_admin.api.throttling import WriteRateThrottle
@@ -25,6 +24,7 @@ from scheduler_admin.limits import BULK_ACK_MAX_ORDERS
 from tests.api import test_enforcement_api as enforcement
 from tests.api.conftest import assert_error
 from tests.support.team import START
+from tests.support.throttles import clear_throttle_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -180,7 +180,7 @@ def test_token_writes_have_a_bucket_of_their_own_and_a_bulk_request_counts_once(
     orders, operator, monkeypatch
 ):
     """Rates made tiny for the test: 2 console writes a minute, 3 token writes a minute."""
-    cache.clear()
+    clear_throttle_counts()
     monkeypatch.setattr(
         WriteRateThrottle, "THROTTLE_RATES", {"writes": "2/min", "agent_writes": "3/min"}
     )

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import time_machine
-from django.core.cache import cache
 
 from scheduler_admin.api.throttling import WriteRateThrottle
 from scheduler_admin.audit.models import AuditEvent, AuditKind
@@ -23,6 +22,7 @@ from scheduler_admin.limits import BULK_REPORT_MAX_ORDERS, CLUSTER_MESSAGE_MAX_L
 from tests.api import test_enforcement_api as enforcement
 from tests.api.conftest import assert_error
 from tests.support.team import START
+from tests.support.throttles import clear_throttle_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -220,7 +220,7 @@ def test_reports_need_an_operator(orders, viewer, anonymous, admin):
 
 
 def test_a_report_counts_once_against_the_write_throttle(orders, operator, monkeypatch):
-    cache.clear()
+    clear_throttle_counts()
     monkeypatch.setattr(
         WriteRateThrottle, "THROTTLE_RATES", {"writes": "2/min", "agent_writes": "2/min"}
     )

@@ -19,12 +19,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from django.core.cache import cache
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from preemption.config import PartitionConfig
 from scheduler_admin import limits
+from scheduler_admin.accounts.tokens import ApiToken
 from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.cluster.models import Allocation, Ask, Node
@@ -33,6 +32,7 @@ from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
 from tests.api.conftest import role_client
 from tests.support.console import NIGHTLY, import_demo, nightly_tasks
+from tests.support.throttles import clear_throttle_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -586,7 +586,7 @@ def read_cases() -> list[Case]:
 def ctx(db) -> Context:
     """The demo partition with four tasks in nightly, a pending quota timer on nightly (its max
     lowered below its usage), and an empty ``other`` partition."""
-    cache.clear()  # throttling counters from earlier tests
+    clear_throttle_counts()  # throttling counters from earlier tests
     partition = import_demo()
     nightly_tasks(partition)
     services.update_queue(
@@ -645,7 +645,7 @@ def snapshot() -> dict[str, Any]:
             )
         ),
         "cluster": (Node.objects.count(), Allocation.objects.count(), Ask.objects.count()),
-        "tokens": Token.objects.count(),
+        "tokens": ApiToken.objects.count(),
     }  # fmt: skip
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import os
 
 import pytest
-from django.core.cache import cache
 from hypothesis import HealthCheck, given, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
@@ -19,6 +18,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from tests.api.conftest import role_client
+from tests.support.throttles import clear_throttle_counts
 
 # Exactly what the product promises: no 5xx, and every response as documented. (Schemathesis'
 # other default checks judge business rules instead: a schema-valid request may rightly be
@@ -43,7 +43,7 @@ EXAMPLES = int(os.environ.get("SCHEMA_EXAMPLES", "10"))
 def test_every_operation_answers_within_its_schema(api_schema, role):
     """As an admin (every write allowed) and as a viewer (most writes answer 403, which the
     schema documents), over the whole schema: no 5xx and every response as documented."""
-    cache.clear()  # throttling counters of earlier tests
+    clear_throttle_counts()  # throttling counters of earlier tests
     headers = {"Authorization": role_client(role)._credentials["HTTP_AUTHORIZATION"]}
     failures: list[str] = []
     operations = [result.ok() for result in api_schema.get_all_operations()]

@@ -19,10 +19,11 @@ touches their data.
 
 One Chromium for all browser tests, a fresh browser context (cookies, storage) per test. Each
 context's ``base_url`` is the live server, so ``page.goto("/fences/")`` works. Each context also
-checks three things that any page must get right, and fails the test at teardown if not: no
+checks four things that any page must get right, and fails the test at teardown if not: no
 request leaves the live server (such requests are blocked and listed: machines are offline and
 the product uses no CDN), no uncaught JavaScript error, no stylesheet, script, image or font
-answered with an HTTP error.
+answered with an HTTP error, and no Content-Security-Policy violation (an inline script or
+handler, a style element, anything from elsewhere).
 
 How to write a page test
 ------------------------
@@ -66,6 +67,7 @@ Make a module ``tests/e2e/test_<page>.py``::
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
@@ -97,10 +99,19 @@ from tests.support.processes import (
 )
 
 if TYPE_CHECKING:
-    from playwright.sync_api import Browser, BrowserContext, Page, Response, Route, WebError
+    from playwright.sync_api import (
+        Browser,
+        BrowserContext,
+        ConsoleMessage,
+        Page,
+        Response,
+        Route,
+        WebError,
+    )
 
-#: Redis database of the browser tests (the live-loop tests use 13, the compose test 14).
-E2E_REDIS_DB = 12
+#: Redis database of the browser tests (the live-loop tests use 13, the compose test 14);
+#: ``E2E_REDIS_DB`` in the environment picks another, so two checkouts can run them at once.
+E2E_REDIS_DB = int(os.environ.get("E2E_REDIS_DB", "12"))
 #: Playwright's wait for a locator or navigation, in ms: long enough for a loaded CI machine,
 #: short enough that a missing element fails in seconds rather than half a minute.
 DEFAULT_TIMEOUT_MS = 10_000
@@ -111,6 +122,16 @@ ASSET_TYPES = {"stylesheet", "script", "image", "font"}
 FAILED_PREFIX = "FAILED-"
 
 _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
+#: Content-Security-Policy violations (issue 16, part "auth"): Chromium reports each on the
+#: console ("Refused to execute inline script because it violates ... Content Security Policy
+#: ..."), and this listener, injected before any script of the page (init scripts are not
+#: subject to the page's policy), reports each ``securitypolicyviolation`` event too.
+CSP_MARK = "CSP violation:"
+CSP_LISTENER = (
+    "document.addEventListener('securitypolicyviolation', (e) => console.error("
+    f"'{CSP_MARK} ' + e.violatedDirective + ' blocked ' + (e.blockedURI || 'inline') + "
+    "' in ' + e.sourceFile + ':' + e.lineNumber));"
+)
 
 
 # --- The live stack ------------------------------------------------------------------------------
@@ -262,6 +283,7 @@ class _PageChecks:
     blocked: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     broken_assets: list[str] = field(default_factory=list)
+    csp_violations: list[str] = field(default_factory=list)
 
     def block(self, route: Route) -> None:
         self.blocked.append(route.request.url)
@@ -275,11 +297,18 @@ class _PageChecks:
         if response.status >= 400 and response.request.resource_type in ASSET_TYPES:
             self.broken_assets.append(f"{response.status} {response.url}")
 
+    def console(self, message: ConsoleMessage) -> None:
+        text = message.text
+        if text.startswith(CSP_MARK) or "Content Security Policy" in text:
+            where = message.page.url if message.page else "?"
+            self.csp_violations.append(f"{where}: {text}")
+
     def problems(self) -> list[str]:
         return (
             [f"request outside {self.origin} (blocked): {url}" for url in self.blocked]
             + [f"uncaught JavaScript error on {error}" for error in self.errors]
             + [f"asset failed: {asset}" for asset in self.broken_assets]
+            + [f"Content-Security-Policy violation on {text}" for text in self.csp_violations]
         )
 
 
@@ -303,6 +332,8 @@ def new_context(
         context.route(re.compile(rf"^(?!{re.escape(live_stack.url)}/)"), checks.block)
         context.on("weberror", checks.web_error)
         context.on("response", checks.response)
+        context.add_init_script(CSP_LISTENER)
+        context.on("console", checks.console)
         opened.append((context, checks))
         return context
 

@@ -1,8 +1,9 @@
-"""Users page routes: the list (GET) and one POST URL per action on a user."""
+"""Users page routes: the list (GET) and one POST URL per action on a user; API tokens: each
+user's own (``/account/tokens/``) and, for admins, any user's (``/users/<pk>/tokens/``)."""
 
 from django.urls import path
 
-from scheduler_admin.web.users import views
+from scheduler_admin.web.users import signin, tokens, views
 
 urlpatterns = [
     path("users/", views.user_list, name="users"),
@@ -10,6 +11,16 @@ urlpatterns = [
     path("users/<int:pk>/role/", views.user_role, name="users-role"),
     path("users/<int:pk>/deactivate/", views.user_deactivate, name="users-deactivate"),
     path("users/<int:pk>/reactivate/", views.user_reactivate, name="users-reactivate"),
-    path("users/<int:pk>/token/", views.token_issue, name="users-token"),
-    path("users/<int:pk>/token/revoke/", views.token_revoke, name="users-token-revoke"),
+    # --- API tokens (issue 16, part "auth") ---
+    path("users/<int:pk>/tokens/", tokens.user_tokens, name="users-tokens"),
+    path("users/<int:pk>/tokens/issue/", tokens.user_token_issue, name="users-tokens-issue"),
+    path(
+        "users/<int:pk>/tokens/<int:token_id>/revoke/",
+        tokens.user_token_revoke,
+        name="users-tokens-revoke",
+    ),
+    path("users/unlock/", signin.unlock, name="users-unlock"),
+    path("account/tokens/", tokens.my_tokens, name="my-tokens"),
+    path("account/tokens/issue/", tokens.my_token_issue, name="my-tokens-issue"),
+    path("account/tokens/<int:token_id>/revoke/", tokens.my_token_revoke, name="my-tokens-revoke"),
 ]

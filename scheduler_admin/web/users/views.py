@@ -1,9 +1,9 @@
 """The Users page (admins only, GET and POST): list the accounts, create one, change a role,
-deactivate or reactivate, issue or revoke an API token.
+deactivate or reactivate. API tokens have pages of their own (``web.users.tokens``).
 
 Views are thin: each action is one ``accounts.services`` call, which checks the rules (nobody
 locks the console out) and writes the audit event. Every action is a POST to its own URL;
-destructive ones (deactivate, revoke, replace a token, a role downgrade) first answer with a
+destructive ones (deactivate, a role downgrade) first answer with a
 confirmation page whose form posts the same fields again with ``confirmed=yes``, which works
 without JavaScript. A generated password or a new token is shown once, in the POST's own
 response (never stored in a message or the session, never cached).
@@ -113,7 +113,7 @@ def user_deactivate(request: HttpRequest, pk: int) -> HttpResponse:
             target,
             title=f"Deactivate {name}?",
             consequence=f"{name} can no longer sign in, their open sessions end and their API "
-            "token is deleted. You can reactivate the account later (without the token).",
+            "tokens are deleted. You can reactivate the account later (without the tokens).",
             button=f"Deactivate {name}",
         )
     return _act(
@@ -134,50 +134,6 @@ def user_reactivate(request: HttpRequest, pk: int) -> HttpResponse:
         lambda: services.set_active(target, True, actor=request.user),
         done=f"Reactivated {name}.",
         unchanged=f"{name} was already active.",
-    )
-
-
-@admin_only
-@require_POST
-def token_issue(request: HttpRequest, pk: int) -> HttpResponse:
-    """Issue a token (replacing one asks for confirmation first); the key is shown once."""
-    target = _user_or_404(pk)
-    name = target.get_username()
-    if services.token_of(target) is not None and not _confirmed(request):
-        return _confirm(
-            request,
-            target,
-            title=f"Replace the API token of {name}?",
-            consequence="The current token stops working at once: every script using it gets "
-            "401 until it is given the new one.",
-            button="Replace the token",
-        )
-    try:
-        key = services.issue_token(target, actor=request.user)
-    except services.AccountError as exc:
-        messages.error(request, str(exc))
-        return redirect("users")
-    return _secret(request, target, "API token", key)
-
-
-@admin_only
-@require_POST
-def token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
-    target = _user_or_404(pk)
-    name = target.get_username()
-    if not _confirmed(request):
-        return _confirm(
-            request,
-            target,
-            title=f"Revoke the API token of {name}?",
-            consequence="The token stops working at once: every request using it gets 401.",
-            button="Revoke the token",
-        )
-    return _act(
-        request,
-        lambda: services.revoke_token(target, actor=request.user),
-        done=f"Revoked the API token of {name}.",
-        unchanged=f"{name} had no API token.",
     )
 
 
@@ -242,7 +198,7 @@ def _secret(request: HttpRequest, target: AbstractUser, what: str, secret: str) 
 
 def _render_list(request: HttpRequest, form: CreateUserForm, *, status: int = 200) -> HttpResponse:
     rows = [
-        {"user": user, "role": role_of(user), "token": services.token_of(user)}
+        {"user": user, "role": role_of(user), "tokens": list(user.api_tokens.all())}
         for user in services.users()
     ]
     context = {"rows": rows, "form": form, "role_choices": ROLE_CHOICES}
