@@ -45,6 +45,11 @@ class AuditKind(models.TextChoices):
     USER_REACTIVATED = "user.reactivated", "User reactivated"
     TOKEN_ISSUED = "token.issued", "API token issued"
     TOKEN_REVOKED = "token.revoked", "API token revoked"
+    # Queue grants (issue 16, tenant admins): ``accounts.grants``.
+    GRANT_CREATED = "grant.created", "Queue grant given"
+    GRANT_CHANGED = "grant.changed", "Queue grant role changed"
+    GRANT_REVOKED = "grant.revoked", "Queue grant revoked"
+    USER_GROUPS_CHANGED = "user.groups_changed", "User groups changed"
 
 
 class AuditEvent(models.Model):
