@@ -169,10 +169,11 @@ def can(
     if anywhere:
         return ALLOWED
     if queue_path is None:
+        whole = f"the whole partition {name}" if name else "whole partitions"
         return Decision(
             False,
-            f"This concerns the whole partition {name}, which needs the {rule.global_role} "
-            f"role; {_scope_words(held)} only.",
+            f"This concerns {whole}, which needs the {rule.global_role} role; "
+            f"{_scope_words(held)} only.",
         )
     if any(g.covers(queue_path, strictly=rule.strictly_below) for g in strong):
         return ALLOWED
