@@ -7,6 +7,9 @@ The view declares; writes call ``accounts.grants`` (one transaction each, audite
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import django_filters
 from django.db.models import QuerySet
 from django_filters.rest_framework import DjangoFilterBackend
@@ -56,11 +59,28 @@ class GrantBodySerializer(StrictSerializer):
     user = serializers.CharField(max_length=USERNAME_MAX_LENGTH, required=False)
     group = serializers.CharField(max_length=grants.GROUP_NAME_MAX_LENGTH, required=False)
 
-    def validate(self, data: dict) -> dict:
-        if ("user" in data) == ("group" in data):
-            field = "group" if "user" in data else "user"
-            raise ValidationError({field: ["Name a user or a group (one of them)."]})
-        return data
+    def to_internal_value(self, data: Any) -> Any:
+        """Every field at fault at once: the holder's error with the others'."""
+        holder = _holder_errors(data)
+        try:
+            value = super().to_internal_value(data)
+        except ValidationError as exc:
+            if holder and isinstance(exc.detail, dict):
+                raise ValidationError({**holder, **exc.detail}) from None
+            raise
+        if holder:
+            raise ValidationError(holder)
+        return value
+
+
+def _holder_errors(data: Any) -> dict[str, list[str]]:
+    """Exactly one of ``user`` and ``group`` (reported on the one to add, or to drop)."""
+    if not isinstance(data, Mapping):
+        return {}
+    has_user, has_group = bool(data.get("user")), bool(data.get("group"))
+    if has_user == has_group:
+        return {"group" if has_user else "user": ["Name a user or a group (one of them)."]}
+    return {}
 
 
 class GrantFilterSet(django_filters.FilterSet):

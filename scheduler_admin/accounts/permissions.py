@@ -113,7 +113,7 @@ class Decision:
 ALLOWED = Decision(True)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, order=True)
 class Held:
     """One grant as the checks read it: ``role`` on ``path`` and below, in ``partition``."""
 
@@ -163,8 +163,8 @@ def can(
     if not strong:
         return Decision(
             False,
-            f"This action needs the {rule.global_role} role, or the {rule.grant_role} role "
-            f"by a grant on the queue; {_scope_words(held)}.",
+            f"This action needs the {rule.global_role} role, globally or by a grant on the "
+            f"queue; {_scope_words(held)}.",
         )
     if anywhere:
         return ALLOWED
@@ -213,8 +213,10 @@ def outside_reason(
     held = list(verbs if verbs is not None else grants_of(user))
     mine = [g for g in held if not partition or g.partition == partition]
     if not mine:
-        return f"You hold no grant in partition {partition}: {what} is outside your queues."
-    return f"{_scope_words(mine)} only: {what} is outside."
+        where = f" in partition {partition}" if partition else ""
+        return f"You hold no queue grant{where}: {what} is outside your queues."
+    words = _scope_words(mine)
+    return f"{words[0].upper()}{words[1:]} only: {what} is outside."
 
 
 def authorizer(
@@ -403,7 +405,7 @@ def _role_in_database(user: User) -> str | None:
 
 
 def _scope_words(held: Iterable[Held]) -> str:
-    """ "You administer root.a and operate root.b" (paths in partition order)."""
+    """'you administer root.a and operate root.b' (paths sorted)."""
     by_role: dict[str, list[str]] = {}
     for grant in held:
         by_role.setdefault(grant.role, []).append(grant.path)
@@ -412,7 +414,7 @@ def _scope_words(held: Iterable[Held]) -> str:
         parts.append("administer " + ", ".join(sorted(set(by_role[ADMIN]))))
     if OPERATOR in by_role:
         parts.append("operate " + ", ".join(sorted(set(by_role[OPERATOR]))))
-    return "You " + " and ".join(parts)
+    return "you " + " and ".join(parts)
 
 
 def _inside(path: str, root: str) -> bool:
