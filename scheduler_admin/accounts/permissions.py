@@ -151,9 +151,16 @@ def can(
     if role is not None and _RANK[role] >= _RANK[rule.global_role]:
         return ALLOWED
     needs = f"This action needs the {rule.global_role} role."
-    if rule.grant_role is None:
-        return Decision(False, needs)
     name = partition.name if isinstance(partition, Partition) else partition
+    if rule.grant_role is None:
+        mine = grants_of(user, fresh=fresh)
+        if not mine:
+            return Decision(False, needs)
+        return Decision(
+            False,
+            f"{needs} No queue grant gives it (it acts on whole partitions, the cluster or "
+            f"the accounts); {_scope_words(mine)}.",
+        )
     held = [g for g in grants_of(user, fresh=fresh) if name is None or g.partition == name]
     if not held:
         if not grants_of(user, fresh=fresh):

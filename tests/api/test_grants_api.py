@@ -8,6 +8,7 @@ from rest_framework.test import APIClient
 
 from scheduler_admin.accounts.grants import give_grant, set_groups
 from scheduler_admin.accounts.models import QueueGrant
+from scheduler_admin.accounts.services import issue_token
 from scheduler_admin.audit.models import AuditEvent
 from tests.api.conftest import assert_error, role_client
 from tests.support.tenants import INSIDE, tenant_state, tenant_user
@@ -23,11 +24,8 @@ def tenants():
 
 
 def token_client(user) -> APIClient:
-    from rest_framework.authtoken.models import Token
-
     client = APIClient()
-    token, _ = Token.objects.get_or_create(user=user)
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(user, actor=None)}")
     return client
 
 
