@@ -17,17 +17,19 @@ from scheduler_admin.queues.models import Partition
 
 
 class GrantForm(forms.Form):
-    partition = forms.CharField(label="Partition", max_length=PARTITION_NAME_MAX_LENGTH)
+    partition = forms.CharField(label="Grant in partition", max_length=PARTITION_NAME_MAX_LENGTH)
     queue = forms.CharField(
-        label="Queue",
+        label="Queue (and below)",
         max_length=QUEUE_PATH_MAX_LENGTH,
         help_text="The queue and every queue below it, e.g. root.team-a.",
     )
-    role = forms.ChoiceField(label="Role", choices=GrantRole.choices)
-    user = forms.CharField(label="User", max_length=USERNAME_MAX_LENGTH, required=False)
-    group = forms.CharField(label="or group", max_length=GROUP_NAME_MAX_LENGTH, required=False)
+    role = forms.ChoiceField(label="Role on the queue", choices=GrantRole.choices)
+    user = forms.CharField(label="Holder: a user", max_length=USERNAME_MAX_LENGTH, required=False)
+    group = forms.CharField(label="or a group", max_length=GROUP_NAME_MAX_LENGTH, required=False)
 
     def __init__(self, *args: object, **kwargs: object) -> None:
+        # Ids of their own: the Users page holds other forms with a "user" or "role" field.
+        kwargs.setdefault("auto_id", "grant-%s")
         super().__init__(*args, **kwargs)
         partitions = list(Partition.objects.order_by("name").values_list("name", flat=True))
         self.fields["partition"].widget = forms.Select(choices=[(p, p) for p in partitions])
@@ -44,7 +46,7 @@ class GrantForm(forms.Form):
 
 
 class GroupsForm(forms.Form):
-    user = forms.IntegerField(label="User", min_value=1)
+    user = forms.IntegerField(label="Member", min_value=1)
     groups = forms.CharField(
         label="Groups",
         required=False,
@@ -53,6 +55,7 @@ class GroupsForm(forms.Form):
     )
 
     def __init__(self, *args: object, **kwargs: object) -> None:
+        kwargs.setdefault("auto_id", "groups-%s")
         super().__init__(*args, **kwargs)
         users = get_user_model().objects.order_by("username").values_list("pk", "username")
         self.fields["user"].widget = forms.Select(choices=list(users))
