@@ -82,7 +82,8 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     def get_object(self) -> AuditEvent:
         pk = self.kwargs["pk"]
         queryset = self.get_queryset()
-        valid = str(pk).isdigit() and int(pk) <= BIGINT_MAX  # anything else names no event
+        text = str(pk)
+        valid = text.isascii() and text.isdigit() and int(text) <= BIGINT_MAX  # else: no event
         lookup = {"pk": int(pk)} if valid else {"pk__in": []}
         return scoped_object(self.request, queryset, f"audit event {pk}", **lookup)
 
