@@ -202,3 +202,16 @@ def test_api_reads_outside_the_subtree_are_403_with_the_reason(tenants, holder_a
         response = holder_api.get(url)
         assert response.status_code == 403, url
         assert "whole partition default" in response.json()["detail"]
+
+
+def test_a_user_without_role_or_grant_reads_nothing_in_the_console_either(tenants):
+    """As in the API (403): the console's pages of data refuse them, saying what is needed."""
+    from django.contrib.auth import get_user_model
+
+    client = Client()
+    client.force_login(get_user_model().objects.create_user("nobody"))
+    for url in ("/", "/runs/", "/audit/", "/simulator/", queue_url("default", "root.team-a")):
+        response = client.get(url)
+        assert response.status_code == 403, url
+        assert "This action needs the viewer role." in response.content.decode()
+    assert client.get("/glossary/").status_code == 200

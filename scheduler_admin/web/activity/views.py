@@ -22,7 +22,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
 from scheduler_admin.accounts import permissions
-from scheduler_admin.accounts.permissions import ABORT_RUN, can
+from scheduler_admin.accounts.permissions import ABORT_RUN, READ, can
 from scheduler_admin.audit.filtersets import AuditEventFilter
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.enforcement import runs
@@ -76,6 +76,7 @@ PLACEHOLDERS = {
 def run_list(request: HttpRequest) -> HttpResponse:
     """Runs newest first, filtered like ``GET /api/v1/runs/``; short / does-not-help runs are
     highlighted because they are the ones somebody has to look at."""
+    require(request.user, READ, None, anywhere=True)
     queryset = permissions.visible_runs(
         request.user,
         PreemptionRun.objects.select_related("partition")
@@ -214,6 +215,7 @@ def run_abort(request: HttpRequest, pk: int) -> HttpResponse:
 def audit_list(request: HttpRequest) -> HttpResponse:
     """The audit log newest first, filtered like ``GET /api/v1/audit/``, with export links that
     carry the page's filters to the API's CSV, JSON and PDF exports (same FilterSet there)."""
+    require(request.user, READ, None, anywhere=True)
     queryset = permissions.visible_audit(
         request.user, AuditEvent.objects.order_by("-created_at", "-id")
     )

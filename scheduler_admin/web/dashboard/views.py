@@ -37,6 +37,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     rows; list over-max queues, alerts, recent runs and revisions of the partition.
     """
     now = timezone.now()
+    # A role or a queue grant somewhere: a user without either reads nothing (as in the API).
+    require(request.user, READ, None, anywhere=True)
     partition = selected_partition(request)
     whole = permissions.can(request.user, READ, partition)
     context: dict[str, object] = {
