@@ -1,16 +1,29 @@
 from django.conf import settings
 from django.http import HttpRequest
 
-from scheduler_admin.accounts.roles import ADMIN, OPERATOR, has_role, role_of
+from scheduler_admin.accounts import permissions
 
 
 def roles(request: HttpRequest) -> dict[str, object]:
-    """Lets templates show edit controls only to the roles that may use them."""
+    """What every page shows about the user's rights (``permissions`` decides them):
+
+    - ``user_role``: their global role, if any; ``user_grants``: their queue grants in words
+      ("admin of root.team-a in default"), shown next to their name;
+    - ``can_operate`` / ``can_administer``: a global operator / admin (cluster-wide controls,
+      the Users page, imports and reverts);
+    - ``reads_everything``: a global viewer or above; otherwise the pages that show a whole
+      partition (fences, history) are not offered.
+
+    Controls about one queue ask ``{% may %}`` (``web.templatetags.access``) instead.
+    """
     user = request.user
+    held = permissions.grants_of(user)
     return {
-        "user_role": role_of(user),
-        "can_operate": has_role(user, OPERATOR),
-        "can_administer": has_role(user, ADMIN),
+        "user_role": permissions.global_role(user),
+        "user_grants": [f"{grant.role} of {grant.path} in {grant.partition}" for grant in held],
+        "can_operate": bool(permissions.can(user, permissions.OPERATE_CLUSTER)),
+        "can_administer": bool(permissions.can(user, permissions.ADMINISTER)),
+        "reads_everything": user.is_authenticated and not permissions.is_scoped(user),
     }
 
 

@@ -95,8 +95,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponseBa
         return Response(body, status=status.HTTP_409_CONFLICT)
     if isinstance(exc, NotFound | Http404 | TimerNotFound | OrderNotFound):
         exc = exceptions.NotFound(str(exc) or None)
-    elif isinstance(exc, DjangoPermissionDenied):
-        exc = exceptions.PermissionDenied()
+    elif isinstance(exc, DjangoPermissionDenied):  # keep the reason (``permissions.require``)
+        reason = exc.args[0] if exc.args and isinstance(exc.args[0], str) else None
+        exc = exceptions.PermissionDenied(reason)
     response = drf_exception_handler(exc, context)
     if response is None:
         return None

@@ -16,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
+from scheduler_admin.accounts.permissions import visible_partitions
 from scheduler_admin.api.permissions import RolePermission
 from scheduler_admin.api.renderers import SafeJSONRenderer
 from scheduler_admin.queues.models import Partition
@@ -47,6 +48,7 @@ _LINKS = {
     "audit_export_csv": "audit-export-csv",
     "audit_export_json": "audit-export-json",
     "audit_export_pdf": "audit-export-pdf",
+    "grants": "api-grant-list",
     "token": "api-token",
     "schema": "api-schema",
     "docs": "api-docs",
@@ -75,6 +77,7 @@ class ApiRootView(APIView):
     partition its queues, config, revisions, timers, evictions, cluster state and simulator."""
 
     name = "API root"  # the browsable API's title and breadcrumb
+    scoped = True  # a queue grant's holder reads it too, with the partitions of their grants
 
     @extend_schema(
         summary="The API root: links to every resource",
@@ -98,9 +101,9 @@ class ApiRootView(APIView):
                             for key, name in _PARTITION_LINKS.items()
                         },
                     }
-                    for partition in Partition.objects.order_by("name").values_list(
-                        "name", flat=True
-                    )
+                    for partition in visible_partitions(
+                        request.user, Partition.objects.order_by("name")
+                    ).values_list("name", flat=True)
                 ],
             }
         )
@@ -114,6 +117,7 @@ class _SignedInPage:
     """
 
     permission_classes = [RolePermission]
+    scoped = True  # any signed-in user with a role or a queue grant
 
     def perform_content_negotiation(self, request: Request, force: bool = False) -> Any:
         return super().perform_content_negotiation(request, force=True)  # type: ignore[misc]

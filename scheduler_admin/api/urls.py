@@ -4,6 +4,7 @@ the contract)."""
 from django.urls import include, path
 
 from scheduler_admin.accounts.api import ObtainTokenView
+from scheduler_admin.accounts.grants_api import GrantViewSet
 from scheduler_admin.api.navigation import ApiRootView
 
 urlpatterns = [
@@ -14,4 +15,15 @@ urlpatterns = [
     path("", include("scheduler_admin.enforcement.api.urls")),
     path("", include("scheduler_admin.agents.api.urls")),
     path("", include("scheduler_admin.audit.api.urls")),
+    # Queue grants (issue 16, tenant admins).
+    path(
+        "grants/",
+        GrantViewSet.as_view({"get": "list", "post": "create"}),
+        name="api-grant-list",
+    ),
+    path(
+        "grants/<int:pk>/",
+        GrantViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
+        name="api-grant-detail",
+    ),
 ]

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import cached_property
+from typing import Any
 
 from django.db.models import QuerySet
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import serializers, viewsets
-from rest_framework.exceptions import NotFound
+from rest_framework.exceptions import NotFound, PermissionDenied
+from rest_framework.request import Request
 from rest_framework.serializers import BaseSerializer
 
+from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.ordering import StableOrderingFilter
-from scheduler_admin.api.permissions import VIEWER
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.services import get_partition
 
@@ -93,8 +95,45 @@ class PartitionScoped:
         return super().get_object()
 
 
-class PartitionReadOnlyViewSet(PartitionScoped, viewsets.ReadOnlyModelViewSet):
-    """List and detail of one kind of cluster row in a partition (viewer)."""
+def scoped_object(
+    request: Request, queryset: QuerySet, what: str, partition: str = "", **lookup: object
+) -> Any:
+    """The object of ``queryset`` (already narrowed to what the user may read). When it is not
+    there: 404 for a user who reads everything, 403 with the reason for a queue grant's holder,
+    whether the object exists outside their subtrees or not at all (so the answer tells them
+    nothing about other tenants)."""
+    found = queryset.filter(**lookup).first()
+    if found is not None:
+        return found
+    if access.is_scoped(request.user):
+        raise PermissionDenied(access.outside_reason(request.user, partition, what))
+    raise NotFound(f"No {what}.")
 
-    read_role = VIEWER
+
+class PartitionReadOnlyViewSet(PartitionScoped, viewsets.ReadOnlyModelViewSet):
+    """List and detail of one kind of cluster row in a partition. Cluster-wide rows (nodes,
+    budgets) are a read of the whole partition (global roles); subclasses with ``scoped`` set
+    hold rows of a queue (applications, allocations, asks), narrowed to a grant holder's
+    subtrees by ``queue_path``."""
+
+    scoped = False
+    scope_path_field = "queue_path"
     filter_backends = [DjangoFilterBackend, StableOrderingFilter]
+
+    def get_queryset(self) -> QuerySet:
+        queryset = super().get_queryset()
+        if self.scoped:
+            queryset = access.visible_rows(
+                self.request.user, queryset, path_field=self.scope_path_field
+            )
+        return queryset
+
+    def get_object(self) -> Any:
+        if not self.scoped:
+            return super().get_object()
+        key = self.lookup_url_kwarg or self.lookup_field
+        value = _no_nul(self.kwargs.get(key, ""))
+        queryset = self.filter_queryset(self.get_queryset())
+        return scoped_object(
+            self.request, queryset, f"{value!r}", self.partition.name, **{self.lookup_field: value}
+        )

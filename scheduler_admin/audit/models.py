@@ -49,6 +49,11 @@ class AuditKind(models.TextChoices):
     SIGNIN_LOCKED_OUT = "signin.locked_out", "Sign-in locked after failed attempts"
     SIGNIN_UNLOCKED = "signin.unlocked", "Sign-in unlocked"
     SIGNIN_REFUSED = "signin.refused", "Single sign-on refused"
+    # Queue grants (issue 16, tenant admins): ``accounts.grants``.
+    GRANT_CREATED = "grant.created", "Queue grant given"
+    GRANT_CHANGED = "grant.changed", "Queue grant role changed"
+    GRANT_REVOKED = "grant.revoked", "Queue grant revoked"
+    USER_GROUPS_CHANGED = "user.groups_changed", "User groups changed"
 
 
 class AuditEvent(models.Model):

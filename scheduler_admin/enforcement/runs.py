@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -701,13 +702,27 @@ def _end_failed(
     )
 
 
-def abort_run(run_id: int, *, actor: AbstractBaseUser | None, reason: str = "") -> PreemptionRun:
+def abort_run(
+    run_id: int,
+    *,
+    actor: AbstractBaseUser | None,
+    reason: str = "",
+    authorize: Callable[[Partition], None] | None = None,
+) -> PreemptionRun:
     """An admin ends an active run: it is marked ``failed`` with who aborted it and why, its
     queue's fencing token is raised (a worker still executing it writes nothing more), and its
     queue is free again. Victims already preempted stay preempted. Raises ``RunNotFound`` or
-    ``RunNotActive`` (already ended)."""
+    ``RunNotActive`` (already ended).
+
+    ``authorize`` runs first in the transaction, on the run's partition: it locks the partition
+    row before the run's, the order run creation takes them (``_lock_run_creation``)."""
     now = timezone.now()
     with transaction.atomic():
+        if authorize is not None:
+            partition = Partition.objects.filter(runs__pk=run_id).first()
+            if partition is None:
+                raise RunNotFound(f"no run {run_id}")
+            authorize(partition)
         run = (
             PreemptionRun.objects.select_for_update()
             .select_related("partition")

@@ -11,7 +11,7 @@ It also gives the sweep of due timers (``runs.sweep_due_quota_timers``) what it 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -88,14 +88,23 @@ def cancel_timer(
     actor: AbstractBaseUser | None,
     partition: Partition | None = None,
     comment: str = "",
+    authorize: Callable[[Partition], None] | None = None,
 ) -> QuotaTimer:
     """An operator stops a pending timer before it falls due (audited, with their optional
     ``comment`` saying why). With ``partition``, a timer of another partition counts as
     unknown: callers that reached it through a partition's URL can never cancel another
-    partition's timer, even if their own lookup were wrong."""
+    partition's timer, even if their own lookup were wrong.
+
+    ``authorize`` (with ``partition``) runs first in the transaction: it locks the partition
+    row, as a config save does before it locks timers, so the two never wait on each other in
+    opposite orders (``accounts.permissions.authorizer``)."""
     now = timezone.now()
     comment = " ".join(comment.split())  # one line in the audit summary and its exports
     with transaction.atomic():
+        if authorize is not None:
+            if partition is None:
+                raise ValueError("authorize needs the timer's partition")
+            authorize(partition)
         pending = QuotaTimer.objects.select_for_update().select_related("partition")
         if partition is not None:
             pending = pending.filter(partition=partition)

@@ -72,6 +72,10 @@ class SaveResult:
 
 #: An edit: the config as saved now (read under the partition lock) -> the config to save.
 ConfigEdit = Callable[[PartitionConfig], PartitionConfig]
+#: A check a caller wants made under the partition lock, before anything is written (it raises
+#: to refuse): the console and the API pass ``accounts.permissions.authorizer(...)``, so a queue
+#: grant revoked meanwhile is seen (the revocation takes the same lock).
+Authorize = Callable[[Partition], None]
 
 #: The product's own partition settings. ``queues.yaml`` does not carry them, so an import keeps
 #: the values saved at the moment it is written (not those read when the file was parsed).
@@ -127,12 +131,13 @@ def edit_partition_config(
     comment: str,
     expected_revision: int | None = None,
     expected_queue_versions: Mapping[str, int] | None = None,
+    authorize: Authorize | None = None,
 ) -> SaveResult:
     """Apply ``edit`` to the partition's config as saved at the moment of writing (under the
     partition lock), so concurrent edits of other queues or settings are kept, not reverted.
 
     ``edit`` may raise ``ConfigErrors`` or ``NotFound`` (e.g. its queue is gone); nothing is
-    written then. The partition must exist.
+    written then. The partition must exist. ``authorize`` runs once the partition is locked.
     """
     _require_comment(comment)
     with transaction.atomic():
@@ -146,6 +151,7 @@ def edit_partition_config(
             expected_queue_versions=expected_queue_versions or {},
             reverted_from=None,
             create=False,
+            authorize=authorize,
         )
 
 
@@ -203,6 +209,7 @@ def update_queue(
     guaranteed: Mapping[str, int] | None = None,
     max: Mapping[str, int] | None = None,
     properties: Mapping[str, str] | None = None,
+    authorize: Authorize | None = None,
 ) -> SaveResult:
     """Change some of one queue's ``guaranteed``, ``max`` and ``properties`` (each replaced whole
     when given), refusing the change if the queue's ``version`` moved since the caller read it."""
@@ -213,6 +220,7 @@ def update_queue(
         actor=actor,
         comment=comment,
         expected_queue_versions={path: version},
+        authorize=authorize,
     )
 
 
@@ -243,6 +251,7 @@ def create_queue(
     guaranteed: Mapping[str, int] | None = None,
     max: Mapping[str, int] | None = None,
     properties: Mapping[str, str] | None = None,
+    authorize: Authorize | None = None,
 ) -> tuple[SaveResult, str]:
     """Add a queue under ``parent``; returns the result and the new queue's path. The parent
     must exist and the name must be free at the moment of writing (field errors otherwise)."""
@@ -258,7 +267,9 @@ def create_queue(
             raise ConfigErrors([ConfigError(None, "", f"{queue.path} already exists", at="name")])
         return current.with_queue(queue)
 
-    result = edit_partition_config(partition_name, add, actor=actor, comment=comment)
+    result = edit_partition_config(
+        partition_name, add, actor=actor, comment=comment, authorize=authorize
+    )
     return result, queue.path
 
 
@@ -269,8 +280,10 @@ def delete_queue(
     version: int,
     actor: AbstractBaseUser | None,
     comment: str,
+    authorize: Authorize | None = None,
 ) -> SaveResult:
-    """Remove a queue and its subtree, refusing if the queue's ``version`` moved."""
+    """Remove a queue and its subtree, refusing if the queue's ``version`` moved. The grants on
+    the removed queues go with their rows (``accounts.models.QueueGrant``)."""
     if path == ROOT:
         raise ConfigErrors([ConfigError(None, "", "the root queue cannot be deleted", at="path")])
 
@@ -284,6 +297,7 @@ def delete_queue(
         actor=actor,
         comment=comment,
         expected_queue_versions={path: version},
+        authorize=authorize,
     )
 
 
@@ -376,11 +390,14 @@ def _save_config(
     expected_queue_versions: Mapping[str, int],
     reverted_from: int | None,
     create: bool,
+    authorize: Authorize | None = None,
 ) -> SaveResult:
     if create:
         partition, created = _lock_or_create_partition(name)
     else:
         partition, created = get_partition(name, lock=True), False
+    if authorize is not None:  # under the lock, before any version is compared or written
+        authorize(partition)
     if expected_revision is not None and expected_revision != partition.version:
         raise StaleVersion(
             f"partition {partition.name!r} is at version {partition.version}, "
@@ -446,7 +463,7 @@ def _save_config(
         actor=actor,
         at=now,
         partition_name=partition.name,
-        queue_path=changed_paths[0] if len(changed_paths) == 1 else "",
+        queue_path=_subtree_of(changed_paths),
         object_type="revision",
         object_id=str(number),
         summary=_summary(partition.name, number, kind, changed_paths, created, reverted_from),
@@ -459,6 +476,18 @@ def _save_config(
         },
     )
     return SaveResult(partition=partition, revision=revision)
+
+
+def _subtree_of(paths: list[str]) -> str:
+    """The changed queue whose subtree holds every change (one queue edited, created, or a
+    subtree deleted), or "" when the changes are spread (the event concerns the partition).
+    The audit list's queue filters, and what a queue grant's holder sees of the audit log,
+    read this column."""
+    if not paths:
+        return ""
+    top = min(paths, key=lambda path: path.count("."))
+    inside = all(path == top or path.startswith(top + ".") for path in paths)
+    return top if inside else ""
 
 
 def _keep_product_settings(imported: PartitionConfig, current: PartitionConfig) -> PartitionConfig:

@@ -1,19 +1,21 @@
-"""Building blocks shared by the console's pages: role checks on writes, partition lookup,
-queue URLs and humanised quantities.
+"""Building blocks shared by the console's pages: authorisation, partition lookup, queue URLs
+and humanised quantities.
 
-Pages are readable by every signed-in user (``LoginRequiredMiddleware`` handles anonymous
-users); a page's POST needs a role, and the templates hide the controls a role may not use
-(``can_operate`` / ``can_administer`` from ``accounts.context_processors.roles``).
+Pages need a signed-in user (``LoginRequiredMiddleware`` handles anonymous users). What a user
+may read and do is decided by ``accounts.permissions.can`` alone: views call ``require`` (a 403
+page with the reason), lists are narrowed with ``permissions.read_scope``, and templates show a
+control only where ``{% may %}`` (``templatetags.access``) or the view's context says it may
+be used.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import wraps
 from typing import Any
 from urllib.parse import quote
 
 from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -22,31 +24,22 @@ from django.utils.safestring import SafeString
 
 from preemption import resources
 from preemption.config import text_problem
-from scheduler_admin.accounts.roles import has_role
+from scheduler_admin.accounts import permissions
 from scheduler_admin.queues.models import Partition
 
 View = Callable[..., HttpResponse]
 
 
-def post_requires_role(role: str) -> Callable[[View], View]:
-    """Let every signed-in user GET the page; a POST from a user below ``role`` is refused (403)."""
-
-    def decorate(view: View) -> View:
-        @wraps(view)
-        def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-            if request.method not in ("GET", "HEAD") and not has_role(request.user, role):
-                raise PermissionDenied(f"This action needs the {role} role.")
-            return view(request, *args, **kwargs)
-
-        return wrapper
-
-    return decorate
-
-
-def require_role(user: Any, role: str) -> None:
-    """Raise 403 unless ``user`` holds ``role`` (for views that only POST)."""
-    if not has_role(user, role):
-        raise PermissionDenied(f"This action needs the {role} role.")
+def require(
+    user: Any,
+    action: str,
+    partition: Any = None,
+    queue_path: str | None = None,
+    *,
+    anywhere: bool = False,
+) -> None:
+    """403 with the reason unless ``user`` may do ``action`` there (``permissions.can``)."""
+    permissions.require(user, action, partition, queue_path, anywhere=anywhere)
 
 
 def partition_or_404(name: str) -> Partition:
@@ -56,14 +49,27 @@ def partition_or_404(name: str) -> Partition:
 
 
 def selected_partition(request: HttpRequest) -> Partition | None:
-    """The partition named by ``?partition=``, else the first by name (None when there is none)."""
+    """The partition named by ``?partition=``, else the first by name (None when there is none).
+
+    A queue grant's holder picks among the partitions of their grants: another name is a 403
+    saying so (whether that partition exists or not)."""
     name = request.GET.get("partition")
-    partitions = Partition.objects.order_by("name")
+    partitions = partition_choices(request)
     if name:
         if "\x00" in name:  # PostgreSQL cannot compare text holding NUL: no such partition
             raise Http404("no such partition")
+        scope = permissions.read_scope(request.user)
+        if scope is not None and name not in scope.partitions():
+            raise PermissionDenied(
+                permissions.outside_reason(request.user, name, f"partition {name}")
+            )
         return get_object_or_404(Partition, name=name)
     return partitions.first()
+
+
+def partition_choices(request: HttpRequest) -> QuerySet[Partition]:
+    """The partitions the user may pick (all, or those of their queue grants), by name."""
+    return permissions.visible_partitions(request.user, Partition.objects.order_by("name"))
 
 
 def queue_url(partition: str, path: str) -> str:

@@ -20,6 +20,7 @@ from django.conf import settings
 from django.core.management.utils import get_random_secret_key
 from django.test import Client
 
+from scheduler_admin.accounts.grants import give_grant
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.queues.models import ConfigRevision, Queue
 from tests.api.conftest import Live, role_client
@@ -37,12 +38,16 @@ OWN_FORMAT = ("export.csv", "export.json", "export.pdf", "config.yaml", "auth/to
 TRACEBACK = "Traceback (most recent call last)"
 
 
-def every_url(live: Live) -> dict[str, str]:
+def every_url(live: Live, grant_holder: str) -> dict[str, str]:
     """A concrete URL for every path of the served schema, keyed by the path: the objects of
-    ``live`` (the specific segments are replaced first, then the generic ones)."""
+    ``live`` (the specific segments are replaced first, then the generic ones), and a queue
+    grant held by ``grant_holder`` (so its holder reads it, as an admin does)."""
     schema = role_client("viewer").get("/api/schema/", HTTP_ACCEPT="application/json").json()
     audit_id = AuditEvent.objects.order_by("id").values_list("id", flat=True)[0]
+    grant = give_grant(partition="default", queue_path="root.team.a", role="operator",
+                       user=grant_holder, actor=None).grant  # fmt: skip
     segments = {
+        "/grants/{id}": f"/grants/{grant.pk}",
         "/runs/{id}": f"/runs/{live.active_run.pk}",
         "/timers/{id}": f"/timers/{live.timer.pk}",
         "/evictions/{id}": f"/evictions/{live.order.pk}",
@@ -75,7 +80,7 @@ def test_every_endpoint_renders_as_a_page_for_a_signed_in_user(live, role):
     """Every GET endpoint answers 200 with HTML; write-only ones answer their 405 as a page;
     never a 500 or a traceback (the page's forms are built from each view's serializers)."""
     client = signed_in_client(role)
-    urls = every_url(live)
+    urls = every_url(live, grant_holder=f"user-{role}")
     readable = _gets(urls)
     failures = []
     for path, url in urls.items():

@@ -20,6 +20,8 @@ import pytest
 import yaml
 from rest_framework.test import APIClient
 
+from scheduler_admin.accounts.grants import give_grant
+from scheduler_admin.accounts.models import QueueGrant
 from scheduler_admin.enforcement.models import PreemptionRun
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
 from tests.api.conftest import TOKEN_USER_PASSWORD, Live, assert_error, role_client
@@ -100,7 +102,21 @@ def writes(live: Live) -> dict[tuple[str, str], Write]:
             default, {"name": "agent-1", "started_at": "2026-03-01T12:00:00Z"}
         ),
         ("/api/v1/runs/{id}/abort", "post"): Write({"id": live.active_run.pk}, {"comment": "x"}),
+        ("/api/v1/grants/", "post"): Write(
+            {},
+            {"partition": "default", "queue": "root.team.a", "role": "admin", "user": "token-user"},
+        ),
+        ("/api/v1/grants/{id}/", "delete"): Write({"id": _grant()}, {}),
     }
+
+
+def _grant() -> int:
+    """A grant to revoke (token-user, operator of root.team.a)."""
+    found = QueueGrant.objects.first()
+    if found is None:
+        found = give_grant(partition="default", queue_path="root.team.a", role="operator",
+                           user="token-user", actor=None).grant  # fmt: skip
+    return found.pk
 
 
 def with_unknown(write: Write) -> str:
@@ -115,6 +131,7 @@ def everything() -> dict[str, Any]:
     return {
         **snapshot(),
         "run_states": list(PreemptionRun.objects.order_by("pk").values_list("pk", "status")),
+        "grants": list(QueueGrant.objects.order_by("pk").values_list("pk", "role")),
     }
 
 

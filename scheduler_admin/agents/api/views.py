@@ -16,7 +16,7 @@ from scheduler_admin.agents.api import serializers
 from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.agents.services import Heartbeat, config_revision, record_heartbeat
 from scheduler_admin.api.ordering import StableOrderingFilter
-from scheduler_admin.api.permissions import OPERATOR, VIEWER
+from scheduler_admin.api.permissions import OPERATE_CLUSTER
 from scheduler_admin.api.views import LIST_ERRORS, WRITE_ERRORS, PartitionScoped
 
 
@@ -37,8 +37,8 @@ class AgentViewSet(PartitionScoped, mixins.ListModelMixin, viewsets.GenericViewS
     filter_backends = [StableOrderingFilter]
     ordering_fields = ["name", "last_heartbeat_at"]
     ordering = ["name", "id"]
-    read_role = VIEWER
-    action_roles = {"heartbeat": OPERATOR}
+    # Agents belong to the whole cluster: reading them is a read of the whole partition.
+    action_access = {"heartbeat": OPERATE_CLUSTER}
 
     def get_serializer_context(self) -> dict:
         return {**super().get_serializer_context(), "now": timezone.now()}

@@ -17,10 +17,13 @@ from rest_framework.decorators import action
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 
+from scheduler_admin.accounts import permissions as access
+from scheduler_admin.api.views import scoped_object
 from scheduler_admin.audit import exports
 from scheduler_admin.audit.api.serializers import AuditEventSerializer
 from scheduler_admin.audit.filtersets import AuditEventFilter
 from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.limits import BIGINT_MAX
 
 
 class SuffixChoosesFormat(BaseContentNegotiation):
@@ -62,13 +65,27 @@ _EXPORT_ACTION = {"pagination_class": None, "content_negotiation_class": SuffixC
     retrieve=extend_schema(summary="One audit event", description="One audit event by id."),
 )
 class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
-    """Audit events for viewers and above (the default read role); nothing here writes."""
+    """Audit events for viewers and above; a queue grant's holder reads the events of their
+    subtrees (``permissions.visible_audit``), in the list, one by one and in every export.
+    Nothing here writes."""
 
     queryset = AuditEvent.objects.order_by("-created_at", "-id")
+    scoped = True
     serializer_class = AuditEventSerializer
     filterset_class = AuditEventFilter
     # The order is fixed: a client-chosen one (``?ordering=``) would not be stable across pages.
     filter_backends = [DjangoFilterBackend]
+
+    def get_queryset(self):
+        return access.visible_audit(self.request.user, super().get_queryset())
+
+    def get_object(self) -> AuditEvent:
+        pk = self.kwargs["pk"]
+        queryset = self.get_queryset()
+        text = str(pk)
+        valid = text.isascii() and text.isdigit() and int(text) <= BIGINT_MAX  # else: no event
+        lookup = {"pk": int(pk)} if valid else {"pk__in": []}
+        return scoped_object(self.request, queryset, f"audit event {pk}", **lookup)
 
     def validated_filterset(self) -> AuditEventFilter:
         """The request's filters, validated as the list validates them (400 naming the field)."""

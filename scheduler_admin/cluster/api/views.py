@@ -14,7 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from scheduler_admin.api.parsers import SafeJSONParser
-from scheduler_admin.api.permissions import OPERATOR
+from scheduler_admin.api.permissions import OPERATE_CLUSTER
 from scheduler_admin.api.views import (
     WRITE_ERRORS,
     PartitionReadOnlyViewSet,
@@ -39,6 +39,7 @@ class NodeViewSet(PartitionReadOnlyViewSet):
 
 @document_reads("application", serializers.ApplicationSerializer)
 class ApplicationViewSet(PartitionReadOnlyViewSet):
+    scoped = True  # rows of a queue: a grant's holder reads those of their subtrees
     queryset = Application.objects.annotate(
         allocation_count=Count("allocations", distinct=True),
         ask_count=Count("asks", distinct=True),
@@ -52,6 +53,7 @@ class ApplicationViewSet(PartitionReadOnlyViewSet):
 
 @document_reads("allocation", serializers.AllocationSerializer)
 class AllocationViewSet(PartitionReadOnlyViewSet):
+    scoped = True  # rows of a queue: a grant's holder reads those of their subtrees
     queryset = Allocation.objects.select_related("application")
     serializer_class = serializers.AllocationSerializer
     filterset_class = filtersets.AllocationFilterSet
@@ -62,6 +64,7 @@ class AllocationViewSet(PartitionReadOnlyViewSet):
 
 @document_reads("ask", serializers.AskSerializer)
 class AskViewSet(PartitionReadOnlyViewSet):
+    scoped = True  # rows of a queue: a grant's holder reads those of their subtrees
     queryset = Ask.objects.select_related("application")
     serializer_class = serializers.AskSerializer
     filterset_class = filtersets.AskFilterSet
@@ -90,7 +93,7 @@ class ClusterStateView(PartitionScoped, APIView):
     a push that changes nothing writes nothing (not even an audit event).
     """
 
-    write_role = OPERATOR
+    write_action = OPERATE_CLUSTER
     # JSON only, through the API's safe parser (depth, NUL and lone surrogates refused with
     # their paths). The service's checker refuses them too, with out-of-range numbers and
     # over-long text: it serves the CLI and the simulator as well, so it cannot count on a

@@ -15,7 +15,6 @@ from collections import Counter
 
 from django.db.models import QuerySet
 from django.http import StreamingHttpResponse
-from django.shortcuts import get_object_or_404
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -31,9 +30,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
+from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.errors import Conflict
 from scheduler_admin.api.parsers import FLAT_BODY_PARSERS
-from scheduler_admin.api.permissions import ADMIN, OPERATOR, VIEWER
+from scheduler_admin.api.permissions import ABORT_RUN, CANCEL_TIMER, OPERATE_CLUSTER
 from scheduler_admin.api.strict import EmptyBodySerializer
 from scheduler_admin.api.views import (
     LIST_ERRORS,
@@ -44,6 +44,7 @@ from scheduler_admin.api.views import (
     PartitionScoped,
     StableOrderingFilter,
     document_reads,
+    scoped_object,
 )
 from scheduler_admin.audit.api.views import SuffixChoosesFormat
 from scheduler_admin.enforcement import exports, filtersets
@@ -86,8 +87,11 @@ class TimerViewSet(PartitionScoped, mixins.ListModelMixin, viewsets.GenericViewS
     filter_backends = [DjangoFilterBackend, StableOrderingFilter]
     ordering_fields = ["due_at", "started_at", "queue_path"]
     ordering = ["due_at", "queue_path", "id"]
-    read_role = VIEWER
-    action_roles = {"cancel": OPERATOR}
+    scoped = True
+    action_access = {"cancel": CANCEL_TIMER}
+
+    def get_queryset(self) -> QuerySet[QuotaTimer]:
+        return access.visible_rows(self.request.user, super().get_queryset())
 
     @extend_schema(
         summary="Cancel a pending quota timer",
@@ -98,16 +102,21 @@ class TimerViewSet(PartitionScoped, mixins.ListModelMixin, viewsets.GenericViewS
     )
     @action(detail=True, methods=["post"], parser_classes=FLAT_BODY_PARSERS)
     def cancel(self, request: Request, partition: str, pk: str) -> Response:
-        """404 for a timer of another partition, an unknown one, or one that already ended."""
+        """404 for a timer of another partition, an unknown one, or one that already ended;
+        403 for a queue grant's holder when it is not one of their queues' timers."""
         body = serializers.CancelTimerSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        timer = get_object_or_404(self.get_queryset(), pk=pk)
+        timer = scoped_object(
+            request, self.get_queryset(), f"timer {pk}", self.partition.name, pk=pk
+        )
+        access.require(request.user, CANCEL_TIMER, timer.partition, timer.queue_path)
         try:
             timer = cancel_timer(
                 timer.pk,
                 actor=request.user,
                 partition=timer.partition,
                 comment=body.validated_data.get("comment", ""),
+                authorize=access.authorizer(request.user, CANCEL_TIMER, timer.queue_path),
             )
         except TimerNotFound as exc:
             raise NotFound(str(exc)) from exc
@@ -159,16 +168,22 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     filter_backends = [DjangoFilterBackend, StableOrderingFilter]
     ordering_fields = ["created_at", "finished_at"]
     ordering = ["-created_at", "-id"]
-    read_role = VIEWER
-    action_roles = {"abort": ADMIN}
+    scoped = True
+    action_access = {"abort": ABORT_RUN}
 
     def get_queryset(self) -> QuerySet[PreemptionRun]:
         """The list reads no record of the plans (``listed``); one run's page reads its subject,
-        its victims and its candidates (``RunDetailSerializer``)."""
-        queryset = super().get_queryset()
+        its victims and its candidates (``RunDetailSerializer``). A queue grant's holder reads
+        the runs inside their subtrees (``permissions.visible_runs``)."""
+        queryset = access.visible_runs(self.request.user, super().get_queryset())
         if self.action == "retrieve":
             return queryset.defer(None)
         return queryset
+
+    def get_object(self) -> PreemptionRun:
+        pk = self.kwargs["pk"]
+        queryset = self.filter_queryset(self.get_queryset())
+        return scoped_object(self.request, queryset, f"run {pk}", pk=pk)
 
     def get_serializer_class(self) -> type[BaseSerializer]:
         if self.action == "retrieve":
@@ -200,8 +215,13 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     def abort(self, request: Request, pk: str) -> Response:
         body = serializers.AbortSerializer(data=request.data)
         body.is_valid(raise_exception=True)
+        run = self.get_object()
+        access.require(request.user, ABORT_RUN, run.partition, run.queue_path)
         try:
-            abort_run(int(pk), actor=request.user, reason=body.validated_data.get("comment", ""))
+            abort_run(
+                int(pk), actor=request.user, reason=body.validated_data.get("comment", ""),
+                authorize=access.authorizer(request.user, ABORT_RUN, run.queue_path),
+            )  # fmt: skip
         except RunNotFound as exc:
             raise NotFound(str(exc)) from exc
         except RunNotActive as exc:
@@ -218,7 +238,17 @@ class EvictionViewSet(PartitionReadOnlyViewSet):
     filterset_class = filtersets.EvictionFilterSet
     ordering_fields = ["created_at", "acknowledged_at"]
     ordering = ["created_at", "id"]
-    action_roles = {"ack": OPERATOR, "acknowledge": OPERATOR, "report": OPERATOR}
+    # A queue grant's holder reads the orders of their queues' tasks.
+    scoped = True
+    scope_path_field = "victim__queue_path"
+    action_access = dict.fromkeys(("ack", "acknowledge", "report"), OPERATE_CLUSTER)
+
+    def get_object(self) -> EvictionOrder:
+        pk = self.kwargs.get("pk")
+        queryset = self.filter_queryset(self.get_queryset())
+        return scoped_object(
+            self.request, queryset, f"eviction order {pk}", self.partition.name, pk=pk
+        )
 
     @extend_schema(
         summary="Acknowledge an eviction order",

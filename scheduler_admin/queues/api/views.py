@@ -34,11 +34,20 @@ from preemption.config import (
 from preemption.hierarchy import ConfigErrors, Hierarchy, normalized_config, validate_config
 from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin import limits
+from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.concurrency import expected_version, with_etag
 from scheduler_admin.api.pagination import StandardPagination
 from scheduler_admin.api.params import int_param
 from scheduler_admin.api.parsers import FLAT_BODY_PARSERS, ConfigJSONParser
-from scheduler_admin.api.permissions import ADMIN, OPERATOR, VIEWER
+from scheduler_admin.api.permissions import (
+    ADMINISTER,
+    CREATE_QUEUE,
+    DELETE_QUEUE,
+    EDIT_QUEUE,
+    PREVIEW,
+    READ,
+    SIMULATE,
+)
 from scheduler_admin.cluster.adapters import usage_of_queues
 from scheduler_admin.cluster.models import Ask, AskState
 from scheduler_admin.cluster.services import IngestErrors, parse_cluster_state
@@ -123,18 +132,25 @@ def _partition(name: str) -> Partition:
 
 @extend_schema(summary="List partitions", description="Every partition with its settings.")
 class PartitionList(ListAPIView):
-    """All partitions with their settings."""
+    """All partitions with their settings (a queue grant's holder: the partitions of their
+    grants)."""
 
     serializer_class = PartitionSerializer
     queryset = Partition.objects.order_by("name")
+    scoped = True
     filterset_fields = ["name", "ask_policy", "quota_preemption_enabled"]
     ordering_fields = ["name"]
 
+    def get_queryset(self):
+        return access.visible_partitions(self.request.user, super().get_queryset())
+
 
 class PartitionDetail(APIView):
-    """One partition's settings; PATCH changes them (admin) as a new revision."""
+    """One partition's settings (readable by a queue grant's holder in it: they are not any
+    tenant's data); PATCH changes them (admin) as a new revision."""
 
-    write_role = ADMIN
+    scoped = True
+    write_action = ADMINISTER
 
     @extend_schema(summary="One partition's settings", responses=PartitionSerializer)
     def get(self, request: Request, partition: str) -> Response:
@@ -269,7 +285,8 @@ class QueueList(APIView):
     An ``APIView`` paging a computed list: the rows are built from the config, not a queryset.
     """
 
-    write_role = ADMIN
+    scoped = True
+    write_action = CREATE_QUEUE
     pagination_class = StandardPagination
 
     @extend_schema(
@@ -281,7 +298,10 @@ class QueueList(APIView):
     )
     def get(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
-        paths = _queue_path_list(obj, request.query_params.get("under"))
+        under = request.query_params.get("under")
+        if under:
+            access.require(request.user, READ, obj, under)
+        paths = access.visible_paths(request.user, obj.name, _queue_path_list(obj, under))
         paginator = self.pagination_class()
         page = paginator.paginate_queryset(paths, request, view=self)
         return paginator.get_paginated_response(_queue_rows(obj, list(page or [])))
@@ -298,10 +318,12 @@ class QueueList(APIView):
         body = QueueCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
+        access.require(request.user, CREATE_QUEUE, obj, data["parent"])
         _, path = services.create_queue(
             obj.name, parent=data["parent"], name=data["name"], actor=request.user,
             comment=data["comment"], guaranteed=data["guaranteed"], max=data["max"],
             properties=data["properties"],
+            authorize=access.authorizer(request.user, CREATE_QUEUE, data["parent"]),
         )  # fmt: skip
         [row] = _queue_rows(obj, [path])
         return Response(row, status=201)
@@ -310,9 +332,10 @@ class QueueList(APIView):
 class QueueDetail(APIView):
     """One queue. PATCH (operator) changes ``guaranteed``, ``max``, ``properties`` — each one
     given is replaced whole (send the full map); DELETE (admin) removes it and its subtree.
-    Both need the version read (body or ``If-Match``) and a comment."""
+    Both need the version read (body or ``If-Match``) and a comment. A queue grant covers the
+    queue in the URL: its holder gets 403 with the reason outside their subtrees."""
 
-    write_role = OPERATOR
+    queue_kwarg = "path"
 
     def _row(self, partition: Partition, path: str) -> dict[str, Any]:
         if path not in current_tree(partition)[1].queues:
@@ -357,8 +380,9 @@ class QueueDetail(APIView):
                 )
             return _preview(obj, config.with_queue(replace(queue, **data)), base=config)
         services.update_queue(
-            obj.name, path, version=version, actor=request.user, comment=comment, **data
-        )
+            obj.name, path, version=version, actor=request.user, comment=comment, **data,
+            authorize=access.authorizer(request.user, EDIT_QUEUE, path),
+        )  # fmt: skip
         row = self._row(obj, path)
         return with_etag(Response(row), "queue", path, row["version"])
 
@@ -381,6 +405,7 @@ class QueueDetail(APIView):
             version=version,
             actor=request.user,
             comment=body.validated_data.get("comment") or f"Delete {path}",
+            authorize=access.authorizer(request.user, DELETE_QUEUE, path),
         )
         return Response(status=204)
 
@@ -389,10 +414,13 @@ class QueueDetail(APIView):
             return [parser() for parser in FLAT_BODY_PARSERS]
         return super().get_parsers()
 
-    def check_permissions(self, request: Request) -> None:
-        # Set for every check: the browsable API asks one view about several methods.
-        self.write_role = ADMIN if request.method == "DELETE" else OPERATOR
-        super().check_permissions(request)
+    def permission_action(self, request: Request) -> str:
+        """Per method (the browsable API asks one view about several)."""
+        if request.method == "DELETE":
+            return DELETE_QUEUE
+        if request.method in ("GET", "HEAD", "OPTIONS"):
+            return READ
+        return PREVIEW if _dry_run(request) else EDIT_QUEUE
 
 
 def _preview(
@@ -410,9 +438,9 @@ def _preview(
 
 class ConfigView(APIView):
     """The whole partition config as JSON (GET, viewer); PUT replaces it atomically (admin),
-    ``?dry_run=true`` previews."""
+    ``?dry_run=true`` previews. Both concern the whole partition: global roles only."""
 
-    write_role = ADMIN
+    write_action = ADMINISTER
     parser_classes = [ConfigJSONParser]
 
     @extend_schema(
@@ -469,7 +497,7 @@ class ConfigYamlView(APIView):
     (admin; ``version`` and ``comment`` as query parameters or ``If-Match``), or creates the
     partition when it does not exist yet (201)."""
 
-    write_role = ADMIN
+    write_action = ADMINISTER
 
     @extend_schema(
         summary="The partition as YuniKorn queues.yaml",
@@ -580,9 +608,10 @@ def _comment_param(request: Request) -> str:
 
 
 class ConfigValidateView(APIView):
-    """Check a JSON config body without saving: 200 ``{"valid": true}`` or 400 with every error."""
+    """Check a JSON config body without saving: 200 ``{"valid": true}`` or 400 with every error.
+    A viewer's read of the whole partition (its answer diffs against every queue)."""
 
-    write_role = VIEWER
+    write_action = READ
     parser_classes = [ConfigJSONParser]
 
     @extend_schema(
@@ -662,7 +691,7 @@ class RevisionDetail(APIView):
 class RevisionRevert(APIView):
     """Make revision N the current config again, as a new revision (admin)."""
 
-    write_role = ADMIN
+    write_action = ADMINISTER
     parser_classes = FLAT_BODY_PARSERS
 
     @extend_schema(
@@ -693,9 +722,12 @@ class RevisionRevert(APIView):
 
 
 class SimulateView(APIView):
-    """Plan one decision on the current state, saving nothing (viewer may simulate)."""
+    """Plan one decision on the current state, saving nothing (viewer may simulate). A queue
+    grant's holder may simulate the quota policy on a queue of their subtrees; an ask's or a
+    job's plan may take victims anywhere in the partition, so it needs a global role."""
 
-    write_role = VIEWER
+    scoped = True
+    write_action = SIMULATE
 
     @extend_schema(
         summary="Plan one decision without saving anything",
@@ -715,6 +747,7 @@ class SimulateView(APIView):
             max_victims=data.get("max_victims"),
         )
         target = data[{"quota": "queue", "ask": "ask", "job": "job"}[data["policy"]]]
+        access.require(request.user, SIMULATE, obj, target if data["policy"] == "quota" else None)
         overrides = None
         if "state" in data:
             try:

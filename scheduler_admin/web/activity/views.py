@@ -1,7 +1,9 @@
 """Runs and Audit pages (SPEC 8): filterable lists, a run with its victims and the explanation
 of every candidate, and the audit log with its exports.
 
-Everything here reads, except an admin's abort of an active run (``runs.abort_run``). The lists
+Everything here reads, except an admin's abort of an active run (``runs.abort_run``). A queue
+grant's holder sees the runs and events of their subtrees (``permissions.visible_runs``,
+``visible_audit``); a run outside them answers 403 with the reason. The lists
 bind the same FilterSets as the REST API (``RunFilterSet``, ``AuditEventFilter``), so a query
 string means the same on ``/runs/`` and ``/api/v1/runs/``, and the export links can hand the
 page's own query string to ``/api/v1/audit/export.*``. A filter value that does not parse is
@@ -13,12 +15,14 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST, require_safe
 
-from scheduler_admin.accounts.roles import ADMIN
+from scheduler_admin.accounts import permissions
+from scheduler_admin.accounts.permissions import ABORT_RUN, READ, can
 from scheduler_admin.audit.filtersets import AuditEventFilter
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.enforcement import runs
@@ -31,9 +35,8 @@ from scheduler_admin.enforcement.models import (
     RunCandidate,
 )
 from scheduler_admin.limits import COMMENT_MAX_LENGTH
-from scheduler_admin.queues.models import Partition
 from scheduler_admin.web.activity import presenters
-from scheduler_admin.web.common import require_role
+from scheduler_admin.web.common import partition_choices, require
 from scheduler_admin.web.explanations import glossary_url, outcome_anchor, outcome_text
 
 TIME_PLACEHOLDER = "2026-03-01T12:00Z"
@@ -73,11 +76,13 @@ PLACEHOLDERS = {
 def run_list(request: HttpRequest) -> HttpResponse:
     """Runs newest first, filtered like ``GET /api/v1/runs/``; short / does-not-help runs are
     highlighted because they are the ones somebody has to look at."""
-    queryset = (
+    require(request.user, READ, None, anywhere=True)
+    queryset = permissions.visible_runs(
+        request.user,
         PreemptionRun.objects.select_related("partition")
         .listed()
         .defer("targets", "freed", "nominations")  # the list needs none of them
-        .order_by("-created_at", "-id")
+        .order_by("-created_at", "-id"),
     )
     filterset = presenters.bind_filters(RunFilterSet, request, queryset, RUN_LABELS, PLACEHOLDERS)
     _dress(filterset)
@@ -95,10 +100,22 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "valid": valid,
             "pager": presenters.pager(request, page),
             "rows": rows,
-            "partitions": Partition.objects.order_by("name").values_list("name", flat=True),
+            "partitions": partition_choices(request).values_list("name", flat=True),
             "filtered": any(request.GET.get(name) for name in filterset.filters),
         },
     )
+
+
+def _visible_run_or_refuse(request: HttpRequest, pk: int) -> PreemptionRun:
+    """The run, if the user may read it; else 404 (a global viewer: there is none) or 403 with
+    the reason (a queue grant's holder: whether it exists outside their subtrees or not)."""
+    runs_seen = permissions.visible_runs(request.user, PreemptionRun.objects.all())
+    found = runs_seen.select_related("partition", "timer").filter(pk=pk).first()
+    if found is None:
+        if permissions.is_scoped(request.user):
+            raise PermissionDenied(permissions.outside_reason(request.user, "", f"run {pk}"))
+        raise Http404(f"No run {pk}.")
+    return found
 
 
 @require_safe
@@ -111,7 +128,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     (``RunCandidate``), never from the cluster as it is now; what the cluster answered about
     each eviction order (acknowledged with its outcome, or its last report while pending) is
     kept on the order."""
-    run = get_object_or_404(PreemptionRun.objects.select_related("partition", "timer"), pk=pk)
+    run = _visible_run_or_refuse(request, pk)
     victims = run.victims.select_related("eviction").order_by("position")
     victim_page = presenters.page_of(request, victims, "vpage")
     why = {
@@ -156,6 +173,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "orders_pending": orders.filter(status=EvictionStatus.PENDING).count(),
             "orders_answers": presenters.cluster_answers(orders),
             "active": run.status in ACTIVE_RUN_STATUSES,
+            "may_abort": bool(can(request.user, ABORT_RUN, run.partition, run.queue_path)),
             "abort_form": AbortForm(),
         },
     )
@@ -169,15 +187,20 @@ class AbortForm(forms.Form):
 
 @require_POST
 def run_abort(request: HttpRequest, pk: int) -> HttpResponse:
-    """An admin ends an active run (``runs.abort_run``); back to the run page with a message."""
-    require_role(request.user, ADMIN)
-    run = get_object_or_404(PreemptionRun, pk=pk)
+    """An admin (global, or by a grant on the run's queue) ends an active run
+    (``runs.abort_run``, which checks the right again under the partition lock); back to the
+    run page with a message."""
+    run = _visible_run_or_refuse(request, pk)
+    require(request.user, ABORT_RUN, run.partition, run.queue_path)
     form = AbortForm(request.POST)
     if not form.is_valid():
         messages.error(request, "The run was not aborted: " + " ".join(form.errors["comment"]))
         return redirect("run-detail", pk=run.pk)
     try:
-        runs.abort_run(run.pk, actor=request.user, reason=form.cleaned_data["comment"])
+        runs.abort_run(
+            run.pk, actor=request.user, reason=form.cleaned_data["comment"],
+            authorize=permissions.authorizer(request.user, ABORT_RUN, run.queue_path),
+        )  # fmt: skip
     except runs.RunNotActive:
         messages.info(request, f"Run {run.pk} had already ended: nothing was aborted.")
     else:
@@ -192,7 +215,10 @@ def run_abort(request: HttpRequest, pk: int) -> HttpResponse:
 def audit_list(request: HttpRequest) -> HttpResponse:
     """The audit log newest first, filtered like ``GET /api/v1/audit/``, with export links that
     carry the page's filters to the API's CSV, JSON and PDF exports (same FilterSet there)."""
-    queryset = AuditEvent.objects.order_by("-created_at", "-id")
+    require(request.user, READ, None, anywhere=True)
+    queryset = permissions.visible_audit(
+        request.user, AuditEvent.objects.order_by("-created_at", "-id")
+    )
     filterset = presenters.bind_filters(
         AuditEventFilter, request, queryset, AUDIT_LABELS, PLACEHOLDERS
     )
@@ -214,7 +240,7 @@ def audit_list(request: HttpRequest) -> HttpResponse:
             "pager": presenters.pager(request, page),
             "rows": presenters.audit_rows(page),
             "exports": exports,
-            "partitions": Partition.objects.order_by("name").values_list("name", flat=True),
+            "partitions": partition_choices(request).values_list("name", flat=True),
             "filtered": any(request.GET.get(name) for name in filterset.filters),
         },
     )

@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 
+from scheduler_admin.accounts import permissions
 from scheduler_admin.agents.status import agent_statuses
 from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
 from scheduler_admin.queues.models import ConfigRevision, Partition
@@ -30,34 +31,37 @@ ALERT_WINDOW = timedelta(hours=24)
 RECENT = 10
 
 
-def panels(tree: QueueTree) -> dict[str, Any]:
+def panels(tree: QueueTree, user: Any) -> dict[str, Any]:
     """Context of the partition's cards (names as the templates use them); a handful of
-    queries, none per queue."""
+    queries, none per queue. What ``user`` may read: a queue grant's holder gets the runs of
+    their subtrees and no revisions (each is the whole partition's config)."""
     partition, now = tree.partition, tree.now
     over_max, over_max_count = tree.over_max()
+    runs = permissions.visible_runs(user, PreemptionRun.objects.filter(partition=partition))
+    revisions = ConfigRevision.objects.filter(partition=partition).order_by("-number")
+    if not permissions.can(user, permissions.READ, partition):
+        revisions = revisions.none()
     return {
         "over_max": over_max,
         "over_max_count": over_max_count,
-        "alerts": alerts(partition, now),
-        "runs": list(
-            PreemptionRun.objects.filter(partition=partition)
-            .listed()
-            .defer("targets", "freed", "nominations")[:RECENT]
-        ),
-        "revisions": list(
-            ConfigRevision.objects.filter(partition=partition).order_by("-number")[:RECENT]
-        ),
+        "alerts": alerts(partition, now, user),
+        "runs": list(runs.listed().defer("targets", "freed", "nominations")[:RECENT]),
+        "revisions": list(revisions[:RECENT]),
     }
 
 
-def alerts(partition: Partition, now: datetime) -> list[dict[str, object]]:
+def alerts(partition: Partition, now: datetime, user: Any) -> list[dict[str, object]]:
     """Recent runs that left their queue over max (SPEC 4.1: the dashboard shows an alert):
     those that fell short, and those that failed or were aborted before they finished."""
-    runs = PreemptionRun.objects.filter(
-        Q(outcome__in=ALERT_OUTCOMES) | Q(status=RunStatus.FAILED),
-        partition=partition,
-        created_at__gte=now - ALERT_WINDOW,
-    ).defer("subject", "targets", "freed", "nominations")[:RECENT]
+    runs = (
+        permissions.visible_runs(user, PreemptionRun.objects.all())
+        .filter(
+            Q(outcome__in=ALERT_OUTCOMES) | Q(status=RunStatus.FAILED),
+            partition=partition,
+            created_at__gte=now - ALERT_WINDOW,
+        )
+        .defer("subject", "targets", "freed", "nominations")[:RECENT]
+    )
     return [
         {
             "run": run,

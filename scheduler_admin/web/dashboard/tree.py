@@ -27,6 +27,7 @@ from django.utils.http import urlencode
 from preemption import resources
 from preemption.config import ROOT
 from preemption.durations import format_duration
+from scheduler_admin.accounts import permissions
 from scheduler_admin.cluster.usage import leaf_usage, resource_names
 from scheduler_admin.enforcement.models import (
     ACTIVE_RUN_STATUSES,
@@ -127,11 +128,17 @@ class RunLink:
         return {"id": self.id, "status": self.status, "outcome": self.outcome, "url": self.url}
 
 
-def queue_runs(partition: Partition, now: datetime, under: str | None = None) -> dict[str, RunLink]:
-    """Per queue, its newest run that is active or ended less than ``RUN_SHOWN_FOR`` ago.
+def queue_runs(
+    partition: Partition, now: datetime, under: str | None = None, *, user: object | None = None
+) -> dict[str, RunLink]:
+    """Per queue, its newest run that is active or ended less than ``RUN_SHOWN_FOR`` ago (that
+    ``user`` may read, when given).
 
     One query; the runs of that window are few (one active run per queue at most)."""
-    runs = PreemptionRun.objects.filter(partition=partition).filter(
+    runs = PreemptionRun.objects.filter(partition=partition)
+    if user is not None:
+        runs = permissions.visible_runs(user, runs)
+    runs = runs.filter(
         Q(status__in=ACTIVE_RUN_STATUSES)
         | Q(created_at__gte=now - RUN_SHOWN_FOR)
         | Q(finished_at__gte=now - RUN_SHOWN_FOR)
@@ -170,6 +177,7 @@ class Row:
     quota_delay: int
     timer: Timer | None
     run: RunLink | None
+    is_top: bool = False  # a first row of the tree (root, or a queue grant's subtree)
 
     @property
     def is_leaf(self) -> bool:
@@ -209,7 +217,7 @@ class Row:
     def close_url(self) -> str:
         parent = self.path.rsplit(".", 1)[0]
         query = {"partition": self.partition}
-        if parent != ROOT:
+        if parent != ROOT and not self.is_top:
             query["open"] = parent
         return f"{reverse('dashboard')}?{urlencode(query)}"
 
@@ -231,23 +239,53 @@ class QueueTree:
     """A partition's tree with usage and pending timers, loaded once per request.
 
     ``under`` limits the usage query to one subtree (the children fragment): the rows of that
-    subtree are exact, the others are not built from it.
+    subtree are exact, the others are not built from it. ``user``: for a queue grant's holder
+    the tree starts at their granted queues instead of root (``tops``), and holds nothing
+    outside them: no row, no search match, no queue over max, no run they may not read.
     """
 
-    def __init__(self, partition: Partition, *, now: datetime, under: str | None = None) -> None:
+    def __init__(
+        self,
+        partition: Partition,
+        *,
+        now: datetime,
+        under: str | None = None,
+        user: object | None = None,
+    ) -> None:
         self.partition = partition
         self.now = now
         self.hierarchy = current_tree(partition)[1]
+        scope = permissions.read_scope(user) if user is not None else None
+        if scope is None:
+            self.tops = [ROOT]
+        else:
+            roots = set(scope.roots_in(partition.name))
+            self.tops = [q.path for q in self.hierarchy.config.queues if q.path in roots]
         names = resource_names(partition, self.hierarchy.config)
         self.usage = self.hierarchy.usage_by_queue(leaf_usage(partition, under, names=names))
         timers = QuotaTimer.objects.filter(partition=partition, status=TimerStatus.PENDING)
         if under is not None:
             timers = timers.filter(queue_path__startswith=under)
-        self.timers = {row.queue_path: Timer.of(row, now) for row in timers}
-        self.runs = queue_runs(partition, now, under)
+        self.timers = {
+            row.queue_path: Timer.of(row, now) for row in timers if self.inside(row.queue_path)
+        }
+        self.runs = queue_runs(partition, now, under, user=user)
+
+    def inside(self, path: str) -> bool:
+        """Whether ``path`` is in the tree the reader sees (under one of ``tops``)."""
+        return any(path == top or path.startswith(top + ".") for top in self.tops)
 
     def has(self, path: str) -> bool:
-        return path in self.hierarchy.queues
+        return path in self.hierarchy.queues and self.inside(path)
+
+    def _level(self, path: str) -> int:
+        """aria-level: 1 for the tree's first rows (root, or a granted queue)."""
+        top = max(
+            (t for t in self.tops if path == t or path.startswith(t + ".")),
+            key=len,
+            default=ROOT,
+        )
+        return path.count(".") - top.count(".") + 1
 
     def row(
         self, path: str, *, expanded: bool = False, loaded: bool = False, match: bool = False
@@ -258,7 +296,7 @@ class QueueTree:
             partition=self.partition.name,
             path=path,
             name=queue.name,
-            level=path.count(".") + 1,
+            level=self._level(path),
             child_count=len(self.hierarchy.children(path)),
             expanded=expanded,
             loaded=loaded,
@@ -269,6 +307,7 @@ class QueueTree:
             quota_delay=int(self.hierarchy.effective_quota_delay(path).value),  # type: ignore[call-overload]
             timer=self.timers.get(path),
             run=self.runs.get(path),
+            is_top=path in self.tops,
         )
 
     def children_rows(self, path: str) -> list[Row | MoreRow]:
@@ -284,7 +323,7 @@ class QueueTree:
         return MoreRow(
             partition=self.partition.name,
             parent=parent,
-            level=parent.count(".") + 2,
+            level=self._level(parent) + 1,
             hidden=hidden,
         )
 
@@ -298,7 +337,7 @@ class QueueTree:
         """
         matched = set(matches)
         rows: list[Row | MoreRow] = []
-        stack: list[str | MoreRow] = [ROOT]
+        stack: list[str | MoreRow] = list(reversed(self.tops))
         while stack:
             path = stack.pop()
             if isinstance(path, MoreRow):
@@ -323,13 +362,14 @@ class QueueTree:
         (as many as the page draws) of root and of every opened queue, and the matches of a
         search with their ancestors. Unknown paths are skipped: the queue may have been
         removed since."""
-        paths = dict.fromkeys([ROOT])
-        for parent in [ROOT, *opened]:
+        paths = dict.fromkeys(self.tops)
+        for parent in [*self.tops, *opened]:
             if self.has(parent):
                 paths.update(dict.fromkeys(self.hierarchy.children(parent)[:CHILDREN_LIMIT]))
         if query and len(query) <= SEARCH_MAX_LENGTH:
             for match in self.search(query)[0]:
-                paths.update(dict.fromkeys([*self.hierarchy.ancestors(match), match]))
+                lineage = [*self.hierarchy.ancestors(match), match]
+                paths.update(dict.fromkeys(p for p in lineage if self.inside(p)))
         return [self.row(path) for path in paths]
 
     def expanded_for(self, path: str) -> set[str]:
@@ -341,7 +381,9 @@ class QueueTree:
         ``SEARCH_LIMIT`` of them and how many there are."""
         needle = text.casefold()
         found = [
-            queue.path for queue in self.hierarchy.config.queues if needle in queue.path.casefold()
+            queue.path
+            for queue in self.hierarchy.config.queues
+            if needle in queue.path.casefold() and self.inside(queue.path)
         ]
         return found[:SEARCH_LIMIT], len(found)
 
@@ -350,8 +392,8 @@ class QueueTree:
         the first ``OVER_MAX_LIMIT`` and how many there are."""
         found = []
         for queue in self.hierarchy.config.queues:
-            if not queue.max:
-                continue  # unlimited: never over
+            if not queue.max or not self.inside(queue.path):
+                continue  # unlimited: never over; outside: not the reader's
             used = self.usage.get(queue.path, {})
             excess = resources.over(used, queue.max)
             if excess:

@@ -15,8 +15,15 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from preemption.config import ROOT, text_problem
+from scheduler_admin.accounts import permissions
+from scheduler_admin.accounts.permissions import READ
 from scheduler_admin.queues.models import Partition
-from scheduler_admin.web.common import partition_or_404, selected_partition
+from scheduler_admin.web.common import (
+    partition_choices,
+    partition_or_404,
+    require,
+    selected_partition,
+)
 from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
 from scheduler_admin.web.dashboard.tree import SEARCH_MAX_LENGTH, QueueTree
 
@@ -30,12 +37,16 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     rows; list over-max queues, alerts, recent runs and revisions of the partition.
     """
     now = timezone.now()
+    # A role or a queue grant somewhere: a user without either reads nothing (as in the API).
+    require(request.user, READ, None, anywhere=True)
     partition = selected_partition(request)
+    whole = permissions.can(request.user, READ, partition)
     context: dict[str, object] = {
-        "partitions": list(Partition.objects.order_by("name").values_list("name", flat=True)),
+        "partitions": list(partition_choices(request).values_list("name", flat=True)),
         "partition": partition,
-        "heartbeats": heartbeats(now),
-        **agents(now),
+        # Workers and agents serve every tenant: cards for those who read whole partitions.
+        "heartbeats": heartbeats(now) if whole else [],
+        **(agents(now) if whole else {"agents": []}),
         "now": now,
     }
     if partition is not None:
@@ -46,10 +57,10 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 def _partition_context(
     request: HttpRequest, partition: Partition, now: datetime
 ) -> dict[str, object]:
-    tree = QueueTree(partition, now=now)
+    tree = QueueTree(partition, now=now, user=request.user)
     query = request.GET.get("q", "").strip()
     query_error = ""
-    expanded = {ROOT}
+    expanded = {ROOT, *tree.tops}
     only: set[str] | None = None
     matches: list[str] = []
     match_count = 0
@@ -74,19 +85,22 @@ def _partition_context(
         "query_error": query_error,
         "match_count": match_count,
         "shown_matches": len(matches),
-        **panels(tree),
+        **panels(tree, request.user),
     }
 
 
 @require_GET
 def children(request: HttpRequest) -> HttpResponse:
     """Rows of one queue's direct children (``?partition=&queue=``), fetched when a reader
-    expands it; 404 for an unknown partition or queue. The usage query covers only that subtree."""
-    partition = partition_or_404(request.GET.get("partition", ""))
+    expands it; 404 for an unknown partition or queue, 403 for a queue outside a queue grant
+    holder's subtrees. The usage query covers only that subtree."""
+    name = request.GET.get("partition", "")
     path = request.GET.get("queue", "")
-    if text_problem(path):  # PostgreSQL cannot compare text holding NUL: no such queue
+    if text_problem(path) or text_problem(name):  # PostgreSQL text cannot hold NUL
         raise Http404("No such queue.")
-    tree = QueueTree(partition, now=timezone.now(), under=path or None)
+    require(request.user, READ, name, path)
+    partition = partition_or_404(name)
+    tree = QueueTree(partition, now=timezone.now(), under=path or None, user=request.user)
     if not tree.has(path):
         raise Http404(f"No queue {path!r} in partition {partition.name!r}.")
     return render(request, "web/dashboard/_rows.html", {"rows": tree.children_rows(path)})

@@ -16,8 +16,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from preemption.hierarchy import Hierarchy
+from scheduler_admin.accounts.permissions import READ
 from scheduler_admin.queues.models import Partition
-from scheduler_admin.web.common import selected_partition
+from scheduler_admin.web.common import require, selected_partition
 from scheduler_admin.web.fences.reach import FenceMap, Reach
 
 #: The text summary lists at most this many queues per sentence; the tree shows them all.
@@ -30,6 +31,8 @@ def fences(request: HttpRequest) -> HttpResponse:
     queue (an unknown path is an inline message, not an error page), then lay the tree out as
     flat rows the template nests without recursion (thousands of queues render in one loop)."""
     partition = selected_partition(request)
+    # The fence map draws every queue of the partition: a read of the whole partition.
+    require(request.user, READ, partition)
     context: dict[str, Any] = {
         "partition": partition,
         "partitions": Partition.objects.order_by("name").values_list("name", flat=True),

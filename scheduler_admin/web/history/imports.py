@@ -27,12 +27,12 @@ from preemption.config import PartitionConfig
 from preemption.hierarchy import ConfigErrors
 from preemption.yunikorn import config_warnings, yunikorn_min_version
 from scheduler_admin import limits
-from scheduler_admin.accounts.roles import ADMIN
+from scheduler_admin.accounts.permissions import ADMINISTER
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.yaml_io import error_lines, parse_queues_yaml
-from scheduler_admin.web.common import require_role, revision_link
+from scheduler_admin.web.common import require, revision_link
 from scheduler_admin.web.history.changes import Changes, compare
 from scheduler_admin.web.queue_pages.plans import PlanView, plan_view
 
@@ -170,7 +170,7 @@ def _timer_preview(
 def history_import(request: HttpRequest) -> HttpResponse:
     """Steps: GET shows the form; POST ``preview`` validates and shows the changes (nothing is
     saved) with the YAML kept in the form; POST ``save`` validates again and saves."""
-    require_role(request.user, ADMIN)
+    require(request.user, ADMINISTER)
     if request.method == "GET":
         return _render(request, ImportForm(), [], None)
     form = ImportForm(request.POST, request.FILES)

@@ -1,6 +1,10 @@
 """The history pages (SPEC 6 and 8): a partition's revisions, the diff of any two, one revision
 with its snapshot, and the revert of a revision (admin) after a confirmation that shows what it
 will change. Views read and render; the revert goes through ``queues.services.revert_config``.
+
+A revision is the whole partition's config, so these pages are a read of the whole partition
+(global viewers and above); a queue grant's holder gets a 403 saying so, and reads the history
+of each of their queues on its page.
 """
 
 from __future__ import annotations
@@ -20,13 +24,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from preemption.hierarchy import ConfigErrors
 from preemption.yunikorn import yunikorn_min_version
-from scheduler_admin.accounts.roles import ADMIN
+from scheduler_admin.accounts.permissions import ADMINISTER, READ
 from scheduler_admin.agents.status import agent_statuses, running_revisions
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.web.common import (
     partition_or_404,
-    require_role,
+    require,
     revision_link,
     selected_partition,
 )
@@ -41,6 +45,7 @@ def history(request: HttpRequest) -> HttpResponse:
     """Revisions newest first, paged, with a from/to choice on each row for the diff page, and
     on each revision the cluster agents whose cluster runs it."""
     partition = selected_partition(request)
+    require(request.user, READ, partition)
     context: dict[str, Any] = {"partition": partition, "partitions": _partition_names()}
     if partition is not None:
         revisions = partition.revisions.order_by("-number")
@@ -70,6 +75,7 @@ def history_diff(request: HttpRequest) -> HttpResponse:
     """The changes from one revision to another, per queue and field. Bad or equal numbers are
     shown as messages next to the inputs (the page still answers 200)."""
     partition = selected_partition(request)
+    require(request.user, READ, partition)
     if partition is None:
         raise Http404("no partition")
     asked = "from" in request.GET or "to" in request.GET
@@ -85,6 +91,7 @@ def history_diff(request: HttpRequest) -> HttpResponse:
 @require_GET
 def history_revision(request: HttpRequest, partition: str, number: int) -> HttpResponse:
     """One revision: who, when, why, what changed against the previous one, and its snapshot."""
+    require(request.user, READ, partition)
     revision = _revision_or_404(partition, number)
     base, changes = against_previous(revision)
     config = revision.config()
@@ -116,7 +123,7 @@ def history_revert(request: HttpRequest, partition: str, number: int) -> HttpRes
     then call ``revert_config``. A snapshot the current rules reject is listed inline; success
     is a message and a redirect to the history list.
     """
-    require_role(request.user, ADMIN)
+    require(request.user, ADMINISTER)
     revision = _revision_or_404(partition, number)
     obj = revision.partition
     errors: list[str] = []

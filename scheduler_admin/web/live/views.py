@@ -19,8 +19,10 @@ Each answer is built by the same functions as the page (``QueueTree``, ``dashboa
 - ``html``: the parts of the page rendered by the page's own templates, which the client puts in
   place; so a live update looks exactly like a reload.
 
-Any signed-in user may read them, as the pages (a viewer is enough). A signed-out client gets a
-401 JSON body rather than the sign-in page, so the script can say so instead of failing to parse.
+Whoever may read the page may read its updates, with the same narrowing (a queue grant's holder
+gets the rows, runs and timers of their subtrees only; outside them a 403). A signed-out client
+gets a 401 JSON body rather than the sign-in page, so the script can say so instead of failing
+to parse.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from functools import wraps
 from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
+from django.core.exceptions import PermissionDenied
 from django.core.serializers.json import DjangoJSONEncoder
 from django.http import (
     Http404,
@@ -51,13 +54,21 @@ from django.views.decorators.http import require_GET
 from preemption.config import text_problem
 from preemption.hierarchy import Hierarchy
 from scheduler_admin.accounts.context_processors import roles
-from scheduler_admin.accounts.roles import role_of
+from scheduler_admin.accounts.permissions import (
+    CANCEL_TIMER,
+    READ,
+    can,
+    global_role,
+    grants_of,
+    require,
+)
 from scheduler_admin.api.errors import error_body
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_config
 from scheduler_admin.web.common import View, partition_or_404
 from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
 from scheduler_admin.web.dashboard.tree import QueueTree
+from scheduler_admin.web.errors import reason_of
 from scheduler_admin.web.queue_pages import tables
 from scheduler_admin.web.queue_pages.status import live_state, timer_status, usage_status
 
@@ -78,6 +89,9 @@ def live_view(view: View) -> View:
             return view(request)
         except Http404 as exc:
             return JsonResponse(error_body(str(exc) or "Not found.", "not_found"), status=404)
+        except PermissionDenied as exc:
+            detail = reason_of(exc) or "Your account may not read this."
+            return JsonResponse(error_body(detail, "permission_denied"), status=403)
 
     return login_not_required(require_GET(wrapper))
 
@@ -91,11 +105,21 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     ancestors. Cards: queues over max, alerts, recent runs and revisions, workers, cluster
     agents.
     """
-    partition = partition_or_404(request.GET.get("partition", ""))
+    name = request.GET.get("partition", "")
+    if not text_problem(name):
+        require(request.user, READ, name, anywhere=True)
+    partition = partition_or_404(name)
     now = timezone.now()
-    tree = QueueTree(partition, now=now)
-    rows = tree.live_rows(request.GET.getlist("open")[:OPEN_LIMIT], request.GET.get("q", ""))
-    cards = {**panels(tree), "heartbeats": heartbeats(now), **agents(now), "partition": partition}
+    tree = QueueTree(partition, now=now, user=request.user)
+    opened = [path for path in request.GET.getlist("open")[:OPEN_LIMIT] if tree.has(path)]
+    rows = tree.live_rows(opened, request.GET.get("q", ""))
+    whole = can(request.user, READ, partition)
+    cards = {
+        **panels(tree, request.user),
+        "heartbeats": heartbeats(now) if whole else [],
+        **(agents(now) if whole else {"agents": []}),
+        "partition": partition,
+    }
     state = {
         **_common_state(request, partition),
         "queues": {row.path: row.state() for row in rows},
@@ -154,15 +178,18 @@ def queue(request: HttpRequest) -> HttpResponse:
     (per resource: used, pending, guaranteed, effective max, state), its quota timer or run, and
     the pages of running tasks and pending asks that the page's own query string ``Q`` shows
     (sort order and page number)."""
-    partition = partition_or_404(request.GET.get("partition", ""))
+    name = request.GET.get("partition", "")
     path = request.GET.get("queue", "")
+    if not text_problem(name) and not text_problem(path):
+        require(request.user, READ, name, path)
+    partition = partition_or_404(name)
     config = current_config(partition)
     queue_config = None if text_problem(path) else config.queue(path)
     if queue_config is None:
         raise Http404(f"Partition {partition.name} has no queue {path}.")
     hierarchy = Hierarchy(config)
     usage = usage_status(partition, hierarchy, queue_config)
-    timer = timer_status(partition, path, timezone.now())
+    timer = timer_status(partition, path, timezone.now(), user=request.user)
     names = [bar.resource for bar in usage["bars"]]
     page_query = QueryDict(request.GET.get("page_query", ""))
     lists = tables.task_tables(partition, path, page_query, names)
@@ -176,6 +203,8 @@ def queue(request: HttpRequest) -> HttpResponse:
     context = {
         **usage, **timer, **lists,
         "partition": partition, "path": path, "is_leaf": hierarchy.is_leaf(path),
+        "may_cancel_timer": bool(can(request.user, CANCEL_TIMER, partition, path)),
+        "reads_history": bool(can(request.user, READ, partition)),
     }  # fmt: skip
 
     def html() -> dict[str, Any]:
@@ -200,7 +229,8 @@ def _common_state(request: HttpRequest, partition: Partition) -> dict[str, Any]:
     return {
         "partition": partition.name,
         "config_version": partition.version,
-        "role": role_of(request.user),
+        "role": global_role(request.user),
+        "grants": [[g.partition, g.path, g.role] for g in grants_of(request.user)],
     }
 
 
@@ -208,7 +238,7 @@ def _fragments(request: HttpRequest, context: dict[str, Any], **templates: str) 
     """Render each template with ``context`` plus what the page's request context would give
     them (roles, the CSRF token of their forms). The context processors run once, not once per
     template: each of them queries the user's groups."""
-    full = {**roles(request), "csrf_token": get_token(request), **context}
+    full = {**roles(request), "request": request, "csrf_token": get_token(request), **context}
     return {name: render_to_string(template, full) for name, template in templates.items()}
 
 

@@ -57,14 +57,16 @@ def usage_status(partition: Partition, hierarchy: Hierarchy, queue: QueueConfig)
     }
 
 
-def timer_status(partition: Partition, path: str, now: datetime) -> dict[str, Any]:
+def timer_status(
+    partition: Partition, path: str, now: datetime, *, user: object | None = None
+) -> dict[str, Any]:
     """The quota timer card: the pending timer (the row, and its countdown), else the queue's
-    current or just-ended run (``tree.queue_runs``)."""
+    current or just-ended run (``tree.queue_runs``; one ``user`` may read, when given)."""
     timer = pending_timer(partition, path)
     return {
         "timer": timer,
         "countdown": Timer.of(timer, now) if timer is not None else None,
-        "run": queue_runs(partition, now, path).get(path),
+        "run": queue_runs(partition, now, path, user=user).get(path),
     }
 
 

@@ -2,9 +2,12 @@
 max, the subtree's tasks and pending asks, the pending quota timer, this queue's history, and the
 edit form with its preview.
 
-Every signed-in user may read the page. Its POSTs (preview, save) need the operator role; they
-are told apart by the ``action`` field rather than by sub-URLs, because a queue path may itself
-contain ``/`` and so no suffix after it could be told from a queue name. Writes go through
+Reading the page is ``READ`` on the queue, its POSTs are ``PREVIEW`` and ``EDIT_QUEUE``
+(``accounts.permissions``): a global viewer reads every queue and a global operator edits it; a
+queue grant's holder reads and edits the queues of their subtrees and gets a 403 with the reason
+elsewhere, where the edit form and the timer's Cancel button are not shown. The POSTs are told
+apart by the ``action`` field rather than by sub-URLs, because a queue path may itself contain
+``/`` and so no suffix after it could be told from a queue name. Writes go through
 ``queues.services.update_queue``; a preview calls ``enforcement.previews.preview_change`` and
 writes nothing. The timer's cancel button opens the confirmation page of ``web.timers``.
 """
@@ -24,16 +27,12 @@ from django.utils.html import format_html
 
 from preemption.config import PartitionConfig, QueueConfig
 from preemption.hierarchy import ConfigErrors, Hierarchy, validate_config
-from scheduler_admin.accounts.roles import OPERATOR, has_role
+from scheduler_admin.accounts import permissions
+from scheduler_admin.accounts.permissions import CANCEL_TIMER, EDIT_QUEUE, READ, can
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
-from scheduler_admin.web.common import (
-    partition_or_404,
-    post_requires_role,
-    queue_url,
-    revision_link,
-)
+from scheduler_admin.web.common import partition_or_404, queue_url, require, revision_link
 from scheduler_admin.web.queue_pages import effective, tables
 from scheduler_admin.web.queue_pages.forms import PREVIEW, SAVE, QueueEdit
 from scheduler_admin.web.queue_pages.history import describe_queue_changes, queue_history
@@ -46,16 +45,21 @@ ASK_LABELS = {
 }  # fmt: skip
 
 
-@post_requires_role(OPERATOR)
 def queue_detail(request: HttpRequest, partition: str, queue: str) -> HttpResponse:
     """Show the queue; on POST run one action (``preview`` or ``save``).
 
-    Steps of a POST: refuse lower roles (403); validate the form, then either render the plans
-    the change would trigger (saving nothing) or save through the service and redirect with a
-    message. Any refusal re-renders the page with the user's input and the errors in place.
+    Steps: 403 unless the user may read the queue (decided on the path, before looking it up);
+    on POST, 403 unless they may preview or save it; validate the form, then either render the
+    plans the change would trigger (saving nothing) or save through the service (which checks
+    the right again under the partition lock) and redirect with a message. Any refusal
+    re-renders the page with the user's input and the errors in place.
     """
     if "\x00" in partition or "\x00" in queue:  # PostgreSQL text cannot hold NUL: no such row
         raise Http404("No such queue.")
+    require(request.user, READ, partition, queue)
+    if request.method == "POST":
+        wanted = permissions.PREVIEW if request.POST.get("action") == PREVIEW else EDIT_QUEUE
+        require(request.user, wanted, partition, queue)
     part = partition_or_404(partition)
     config = part.current_config()
     queue_config = config.queue(queue)
@@ -78,7 +82,7 @@ def queue_detail(request: HttpRequest, partition: str, queue: str) -> HttpRespon
                     return done
             else:
                 preview = _preview(part, config, queue_config, row.version, edit)
-    elif has_role(request.user, OPERATOR):
+    elif can(request.user, EDIT_QUEUE, part, queue):
         edit = QueueEdit(queue_config, row.version)
 
     context = _page(request, part, config, queue_config)
@@ -97,6 +101,7 @@ def _save(
             version=edit.form.cleaned_data["version"],
             actor=request.user,
             comment=edit.form.cleaned_data["comment"],
+            authorize=permissions.authorizer(request.user, EDIT_QUEUE, path),
             **edit.changes(),
         )
     except ConfigErrors as exc:
@@ -173,11 +178,16 @@ def _page(
         "queue": queue,
         "path": path,
         "is_leaf": hierarchy.is_leaf(path),
-        "ancestors": list(reversed(list(hierarchy.ancestors(path)))),
+        "ancestors": [
+            (ancestor, bool(can(request.user, READ, partition, ancestor)))
+            for ancestor in reversed(list(hierarchy.ancestors(path)))
+        ],
+        "may_cancel_timer": bool(can(request.user, CANCEL_TIMER, partition, path)),
+        "reads_history": bool(can(request.user, READ, partition)),
         "children": hierarchy.children(path),
         "settings": effective.setting_rows(hierarchy, path, partition.quota_preemption_enabled),
         **usage,
-        **timer_status(partition, path, now),
+        **timer_status(partition, path, now, user=request.user),
         "now": now,
         **tables.task_tables(partition, path, request.GET, names),
         "history": queue_history(partition, path),

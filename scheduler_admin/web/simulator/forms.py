@@ -15,6 +15,7 @@ from django.forms import formset_factory
 
 from preemption.model import Options
 from scheduler_admin import limits
+from scheduler_admin.accounts.permissions import SIMULATE, can
 from scheduler_admin.cluster.models import Ask, AskState
 from scheduler_admin.enforcement.previews import simulation_options
 from scheduler_admin.queues.models import Partition
@@ -69,12 +70,19 @@ class SimulatorForm(forms.Form):
         label="Max victims (multiple strategy)",
     )
 
-    def __init__(self, *args: Any, partition: Partition, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, partition: Partition, user: Any = None, **kwargs: Any) -> None:
+        """``user``: offer only the queues they may simulate on, and the asks and jobs only
+        when they may simulate those (a queue grant's holder may not: their plans reach every
+        queue of the partition, and the lists would name other tenants' asks)."""
         super().__init__(*args, **kwargs)
         self.partition = partition
         paths = [q.path for q in partition.current_config().queues if q.parent is not None]
+        if user is not None:
+            paths = [p for p in paths if can(user, SIMULATE, partition, p)]
         self.fields["queue"].choices = [("", "— choose a queue —"), *((p, p) for p in paths)]
         waiting = Ask.objects.filter(partition=partition, state__in=WAITING)
+        if user is not None and not can(user, SIMULATE, partition):
+            waiting = waiting.none()
         asks = waiting.order_by("external_id").values_list(
             "external_id", "queue_path", "resources", "priority"
         )[:ASK_CHOICES_LIMIT]

@@ -1,9 +1,12 @@
 """The simulator page (SPEC 8): pick a queue and a new max, a pending ask or a job, and see the
 plan the engine would make on the cluster as it stands — without saving anything.
 
-The form is submitted with GET: simulating changes nothing, so any signed-in user may do it, and
-a simulation is a link that can be shared. ``enforcement.previews.simulation`` plans; the plan is
-rendered with the queue page's ``_plan.html``, every candidate with its specific reason.
+The form is submitted with GET: simulating changes nothing, so any user with a role may do it,
+and a simulation is a link that can be shared. A queue grant's holder may simulate the quota
+policy on the queues of their subtrees; an ask's or a job's plan may take victims anywhere in
+the partition, so it needs a global role (403 with the reason).
+``enforcement.previews.simulation`` plans; the plan is rendered with the queue page's
+``_plan.html``, every candidate with its specific reason.
 """
 
 from __future__ import annotations
@@ -14,9 +17,9 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from scheduler_admin.accounts.permissions import SIMULATE, can
 from scheduler_admin.enforcement.previews import simulation
-from scheduler_admin.queues.models import Partition
-from scheduler_admin.web.common import selected_partition
+from scheduler_admin.web.common import partition_choices, require, selected_partition
 from scheduler_admin.web.queue_pages.effective import exact_quantity
 from scheduler_admin.web.queue_pages.plans import plan_view
 from scheduler_admin.web.simulator.forms import MaxFormSet, SimulatorForm
@@ -31,7 +34,8 @@ def simulator(request: HttpRequest) -> HttpResponse:
     if "\x00" in request.GET.get("partition", ""):  # PostgreSQL text cannot hold NUL: no such row
         raise Http404("No such partition.")
     partition = selected_partition(request)
-    context: dict[str, Any] = {"partition": partition, "partitions": Partition.objects.all()}
+    require(request.user, SIMULATE, partition, anywhere=True)
+    context: dict[str, Any] = {"partition": partition, "partitions": partition_choices(request)}
     if partition is None:
         return render(request, "web/simulator/simulator.html", context)
 
@@ -39,9 +43,18 @@ def simulator(request: HttpRequest) -> HttpResponse:
     submitted = SUBMITTED in request.GET
     data = request.GET if submitted else None
     preset = config.queue(request.GET.get("queue", "")) if not submitted else None
+    if preset is not None and not can(request.user, SIMULATE, partition, preset.path):
+        preset = None
+    if submitted:  # decided on what was asked, before any lookup (403 with the reason)
+        asked = request.GET.get("policy")
+        if asked == "quota" and request.GET.get("queue"):
+            require(request.user, SIMULATE, partition, request.GET["queue"])
+        elif asked in ("ask", "job"):
+            require(request.user, SIMULATE, partition)
     form = SimulatorForm(
         data,
         partition=partition,
+        user=request.user,
         initial={"policy": "quota", "queue": preset.path if preset else ""},
     )
     max_rows = MaxFormSet(

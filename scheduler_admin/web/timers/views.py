@@ -10,18 +10,20 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import messages
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from preemption.durations import format_duration
 from scheduler_admin import limits
-from scheduler_admin.accounts.roles import OPERATOR
+from scheduler_admin.accounts import permissions
+from scheduler_admin.accounts.permissions import CANCEL_TIMER
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
-from scheduler_admin.web.common import queue_url, require_role
+from scheduler_admin.web.common import queue_url, require
 
 
 class CancelTimerForm(forms.Form):
@@ -35,11 +37,13 @@ class CancelTimerForm(forms.Form):
 
 @require_http_methods(["GET", "POST"])
 def timer_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    """Steps: operators only (403 otherwise, GET included: the page is part of the action);
-    a timer that already ended sends the user back with a message; GET renders the
-    confirmation; a valid POST cancels with the comment and redirects back."""
-    require_role(request.user, OPERATOR)
-    timer = get_object_or_404(QuotaTimer.objects.select_related("partition"), pk=pk)
+    """Steps: ``CANCEL_TIMER`` on the timer's queue (a global operator, or a grant on it;
+    403 otherwise, GET included: the page is part of the action; a queue grant's holder gets
+    the same 403 for a timer outside their subtrees as for one that does not exist); a timer
+    that already ended sends the user back with a message; GET renders the confirmation; a
+    valid POST cancels with the comment (checked again under the partition lock) and
+    redirects back."""
+    timer = _timer_or_refuse(request, pk)
     back = _back(request, timer)
     if timer.status != TimerStatus.PENDING:
         messages.error(request, f"The timer of {timer.queue_path} is no longer pending.")
@@ -52,6 +56,7 @@ def timer_cancel(request: HttpRequest, pk: int) -> HttpResponse:
                 actor=request.user,
                 partition=timer.partition,
                 comment=form.cleaned_data["comment"],
+                authorize=permissions.authorizer(request.user, CANCEL_TIMER, timer.queue_path),
             )
         except TimerNotFound:  # ended between the lookup and the lock
             messages.error(request, f"The timer of {timer.queue_path} is no longer pending.")
@@ -62,6 +67,18 @@ def timer_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     context = {"timer": timer, "form": form, "back": back, "left": format_duration(left)}
     status = 400 if request.method == "POST" else 200
     return render(request, "web/timers/cancel.html", context, status=status)
+
+
+def _timer_or_refuse(request: HttpRequest, pk: int) -> QuotaTimer:
+    timers = permissions.visible_rows(request.user, QuotaTimer.objects.select_related("partition"))
+    timer = timers.filter(pk=pk).first()
+    if timer is None:
+        if permissions.is_scoped(request.user):
+            raise PermissionDenied(permissions.outside_reason(request.user, "", f"timer {pk}"))
+        require(request.user, CANCEL_TIMER, None, None)  # no role at all: say which is needed
+        raise Http404(f"No timer {pk}.")
+    require(request.user, CANCEL_TIMER, timer.partition, timer.queue_path)
+    return timer
 
 
 def _back(request: HttpRequest, timer: QuotaTimer) -> str:

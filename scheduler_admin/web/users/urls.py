@@ -3,7 +3,7 @@ user's own (``/account/tokens/``) and, for admins, any user's (``/users/<pk>/tok
 
 from django.urls import path
 
-from scheduler_admin.web.users import signin, tokens, views
+from scheduler_admin.web.users import grants, signin, tokens, views
 
 urlpatterns = [
     path("users/", views.user_list, name="users"),
@@ -23,4 +23,8 @@ urlpatterns = [
     path("account/tokens/", tokens.my_tokens, name="my-tokens"),
     path("account/tokens/issue/", tokens.my_token_issue, name="my-tokens-issue"),
     path("account/tokens/<int:token_id>/revoke/", tokens.my_token_revoke, name="my-tokens-revoke"),
+    # Queue grants and groups (issue 16, tenant admins): web.users.grants.
+    path("users/grants/", grants.grant_give, name="users-grant-give"),
+    path("users/grants/<int:pk>/revoke/", grants.grant_revoke, name="users-grant-revoke"),
+    path("users/groups/", grants.groups_set, name="users-groups"),
 ]

@@ -25,8 +25,9 @@ from django.utils.cache import add_never_cache_headers
 from django.views.decorators.http import require_GET, require_POST
 
 from scheduler_admin.accounts import services
-from scheduler_admin.accounts.roles import ADMIN, role_of
-from scheduler_admin.web.common import View, require_role
+from scheduler_admin.accounts.permissions import ADMINISTER
+from scheduler_admin.accounts.roles import role_of
+from scheduler_admin.web.common import View, require
 from scheduler_admin.web.users.forms import ROLE_CHOICES, CreateUserForm, RoleForm
 
 CONFIRMED = "yes"
@@ -37,7 +38,7 @@ def admin_only(view: View) -> View:
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        require_role(request.user, ADMIN)
+        require(request.user, ADMINISTER)
         return view(request, *args, **kwargs)
 
     return wrapper

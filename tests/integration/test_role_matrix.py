@@ -1,0 +1,502 @@
+"""The role matrix (issue 16, acceptance): every caller kind x every write of the API and every
+form of the console, inside and outside a queue grant's subtree, answers exactly the status
+expected, and a refusal changes nothing.
+
+Callers (``tests/support/tenants.py``): the global viewer, operator and admin; a subtree
+operator (a grant to the user on root.team-a) and a subtree admin (a grant to their group on
+root.team-a); anonymous. "inside" targets a queue (or its timer or run) under root.team-a,
+"outside" one under root.team-b; a write about the whole partition or the cluster has one place
+("whole").
+
+Completeness: the API's write operations are read from the served OpenAPI schema and the
+console's routes from the URL patterns (as ``test_unknown_fields`` and ``test_web_every_page``
+walk them); a new endpoint or page fails ``test_the_matrix_covers_every_*`` until it is given
+its row here.
+
+The expected statuses come from the table below, written out by hand from the README's "Roles"
+section, not from ``permissions.RULES``: the test would not notice a wrong rule it copied.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlencode
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.cache import cache
+from django.test import Client
+from django.urls import URLPattern, URLResolver, get_resolver
+from rest_framework.test import APIClient
+
+from scheduler_admin.accounts.grants import give_grant
+from scheduler_admin.accounts.models import QueueGrant
+from scheduler_admin.accounts.services import issue_token
+from scheduler_admin.accounts.tokens import ApiToken
+from scheduler_admin.agents.models import ClusterAgent
+from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.cluster.models import Node
+from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
+from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
+from scheduler_admin.web.common import queue_url
+from tests.integration.test_web_queue_page import edit_body
+from tests.support.tenants import (
+    CALLERS,
+    TENANTS_CONFIG,
+    Tenants,
+    tenant_state,
+    tenant_user,
+)
+
+pytestmark = pytest.mark.django_db
+
+P = "/api/v1/partitions/{partition}"
+API = "/api/v1/partitions/default"
+PLACES = {"inside": ("root.team-a", "web", "batch"), "outside": ("root.team-b", "web", "batch")}
+
+# Who may: a global role (anywhere), or a subtree role @ the place it may act.
+READ_QUEUE = {"viewer", "operator", "admin", "sub_operator@inside", "sub_admin@inside"}
+OPERATE_QUEUE = {"operator", "admin", "sub_operator@inside", "sub_admin@inside"}
+ADMIN_QUEUE = {"admin", "sub_admin@inside"}
+READ_WHOLE = {"viewer", "operator", "admin"}
+OPERATE_WHOLE = {"operator", "admin"}
+ADMIN_WHOLE = {"admin"}
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request: method, URL, body (JSON unless ``content_type`` says otherwise)."""
+
+    method: str
+    url: str
+    body: Any = None
+    content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class Write:
+    """A write and who may make it: ``allowed`` (the sets above), the status when allowed,
+    ``places`` it is tried at, and how to build the request for a place."""
+
+    allowed: set[str]
+    success: int
+    places: tuple[str, ...]
+    call: Callable[[Tenants, str], Call]
+
+
+QUEUED = ("inside", "outside")
+WHOLE = ("whole",)
+
+
+def queue_path(place: str, leaf: str = "") -> str:
+    top = PLACES[place][0] if place in PLACES else "root.team-a"
+    return f"{top}.{leaf}" if leaf else top
+
+
+def _version(path: str) -> int:
+    return Queue.objects.get(path=path).version
+
+
+def _config_body() -> dict[str, Any]:
+    client = APIClient()
+    client.force_authenticate(tenant_user("admin"))
+    return client.get(f"{API}/config").json()
+
+
+# ---- the API ------------------------------------------------------------------------------
+API_WRITES: dict[tuple[str, str], Write | None] = {
+    # Exchanging a password for a token needs no role (``AllowAny``): not part of the matrix.
+    ("/api/v1/auth/token/", "post"): None,
+    (f"{P}/", "patch"): Write(
+        ADMIN_WHOLE, 200, WHOLE,
+        lambda t, p: Call("PATCH", f"{API}/", {
+            "miss_percent": 5, "version": Partition.objects.get().version, "comment": "c"}),
+    ),
+    (f"{P}/queues/", "post"): Write(
+        ADMIN_QUEUE, 201, QUEUED,
+        lambda t, p: Call("POST", f"{API}/queues/", {
+            "parent": queue_path(p), "name": "new", "comment": "new"}),
+    ),
+    (f"{P}/queues/{{path}}/", "patch"): Write(
+        OPERATE_QUEUE, 200, QUEUED,
+        lambda t, p: Call("PATCH", f"{API}/queues/{queue_path(p, 'web')}/", {
+            "max": {"memory": "300G"}, "version": _version(queue_path(p, "web")),
+            "comment": "raise"}),
+    ),
+    (f"{P}/queues/{{path}}/", "delete"): Write(
+        ADMIN_QUEUE, 204, QUEUED,
+        lambda t, p: Call("DELETE", f"{API}/queues/{queue_path(p, 'batch')}/", {
+            "version": _version(queue_path(p, "batch")), "comment": "gone"}),
+    ),
+    (f"{P}/config", "put"): Write(
+        ADMIN_WHOLE, 200, WHOLE,
+        lambda t, p: Call("PUT", f"{API}/config", {**_config_body(), "comment": "put"}),
+    ),
+    (f"{P}/config.yaml", "put"): Write(
+        ADMIN_WHOLE, 200, WHOLE,
+        lambda t, p: Call(
+            "PUT",
+            f"{API}/config.yaml?version={Partition.objects.get().version}&comment=yaml",
+            TENANTS_CONFIG.replace("memory: 400G", "memory: 300G", 1),
+            "application/yaml",
+        ),
+    ),
+    (f"{P}/config/validate", "post"): Write(
+        READ_WHOLE, 200, WHOLE, lambda t, p: Call("POST", f"{API}/config/validate", _config_body())
+    ),
+    (f"{P}/revisions/{{number}}/revert", "post"): Write(
+        ADMIN_WHOLE, 201, WHOLE,
+        lambda t, p: Call("POST", f"{API}/revisions/1/revert", {"comment": "undo"}),
+    ),
+    (f"{P}/simulate", "post"): Write(
+        READ_QUEUE, 200, QUEUED,
+        lambda t, p: Call("POST", f"{API}/simulate", {
+            "policy": "quota", "queue": queue_path(p, "web"), "max": {"memory": "10G"}}),
+    ),
+    (f"{P}/cluster-state", "post"): Write(
+        OPERATE_WHOLE, 200, WHOLE,
+        lambda t, p: Call("POST", f"{API}/cluster-state", {
+            "nodes": [{"name": "n2", "capacity": {"memory": "10G"}}]}),
+    ),
+    (f"{P}/timers/{{id}}/cancel", "post"): Write(
+        OPERATE_QUEUE, 200, QUEUED,
+        lambda t, p: Call("POST", f"{API}/timers/{t.timer(p).pk}/cancel", {}),
+    ),
+    (f"{P}/evictions/{{id}}/ack", "post"): Write(
+        OPERATE_WHOLE, 200, WHOLE,
+        lambda t, p: Call("POST", f"{API}/evictions/{t.order.pk}/ack", {}),
+    ),
+    (f"{P}/evictions/acknowledge", "post"): Write(
+        OPERATE_WHOLE, 200, WHOLE,
+        lambda t, p: Call("POST", f"{API}/evictions/acknowledge", {
+            "orders": [{"id": t.order.pk, "outcome": "evicted"}]}),
+    ),
+    (f"{P}/evictions/report", "post"): Write(
+        OPERATE_WHOLE, 200, WHOLE,
+        lambda t, p: Call("POST", f"{API}/evictions/report", {
+            "orders": [{"id": t.order.pk, "status": "blocked", "code": 429}]}),
+    ),
+    (f"{P}/agents/heartbeat", "post"): Write(
+        OPERATE_WHOLE, 200, WHOLE,
+        lambda t, p: Call("POST", f"{API}/agents/heartbeat", {
+            "name": "agent-1", "started_at": "2026-03-01T12:00:00Z"}),
+    ),
+    ("/api/v1/runs/{id}/abort", "post"): Write(
+        ADMIN_QUEUE, 200, QUEUED,
+        lambda t, p: Call("POST", f"/api/v1/runs/{t.run(p).pk}/abort", {"comment": "stop"}),
+    ),
+    ("/api/v1/grants/", "post"): Write(
+        ADMIN_WHOLE, 201, WHOLE,
+        lambda t, p: Call("POST", "/api/v1/grants/", {
+            "partition": "default", "queue": "root.team-a.web", "role": "operator",
+            "user": "target"}),
+    ),
+    ("/api/v1/grants/{id}/", "delete"): Write(
+        ADMIN_WHOLE, 204, WHOLE,
+        lambda t, p: Call("DELETE", f"/api/v1/grants/{_target_grant()}/", {}),
+    ),
+}  # fmt: skip
+
+
+def _target_grant() -> int:
+    return QueueGrant.objects.get(user__username="target").pk
+
+
+def api_cases() -> list[tuple[str, str, str, str]]:
+    return [
+        (path, method, caller, place)
+        for (path, method), write in API_WRITES.items()
+        if write is not None
+        for caller in CALLERS
+        for place in write.places
+    ]
+
+
+def expected(allowed: set[str], caller: str, place: str, success: int, anonymous: int) -> int:
+    if caller == "anonymous":
+        return anonymous
+    return success if caller in allowed or f"{caller}@{place}" in allowed else 403
+
+
+def snapshot() -> dict[str, Any]:
+    """Everything a write of the matrix could change."""
+    return {
+        "partitions": list(Partition.objects.values_list("name", "version", "miss_percent")),
+        "queues": sorted(
+            Queue.objects.values_list("path", "version", "max", "guaranteed", "properties")
+        ),
+        "revisions": ConfigRevision.objects.count(),
+        "timers": sorted(QuotaTimer.objects.values_list("pk", "status")),
+        "runs": sorted(PreemptionRun.objects.values_list("pk", "status")),
+        "orders": sorted(EvictionOrder.objects.values_list("pk", "status", "cluster_attempts")),
+        "agents": ClusterAgent.objects.count(),
+        "nodes": sorted(Node.objects.values_list("name", flat=True)),
+        "grants": sorted(QueueGrant.objects.values_list("pk", "role")),
+        "users": sorted(get_user_model().objects.values_list("username", "is_active")),
+        "memberships": sorted(Group.objects.values_list("name", "user__username")),
+        "tokens": sorted(ApiToken.objects.values_list("user__username", "name")),
+        "audit": AuditEvent.objects.count(),
+    }
+
+
+@pytest.fixture
+def tenants() -> Tenants:
+    """The tenants' partition, every caller, and a ``target`` account (viewer, with an
+    operator grant on root.team-b) for the writes about users and grants."""
+    cache.clear()  # the write throttle's counters of earlier tests
+    state = tenant_state()
+    for caller in CALLERS:
+        tenant_user(caller)
+    target = get_user_model().objects.create_user("target", password="pw-target-1234")
+    target.groups.add(Group.objects.get(name="viewer"))
+    give_grant(partition="default", queue_path="root.team-b", role="operator", user="target",
+               actor=None)  # fmt: skip
+    return state
+
+
+def api_client(caller: str) -> APIClient:
+    client = APIClient()
+    user = tenant_user(caller)
+    if user is not None:
+        client.credentials(HTTP_AUTHORIZATION=f"Token {issue_token(user, actor=None)}")
+    return client
+
+
+def _refusal_checks(response: Any, caller: str, place: str) -> list[str]:
+    """A subtree holder's 403 says why, naming their own subtree, never the other tenant's
+    queue unless they named it themselves."""
+    problems = []
+    if caller in ("sub_operator", "sub_admin"):
+        text = response.content.decode(errors="replace")
+        if "root.team-a" not in text:
+            problems.append(f"the reason does not name the caller's subtree: {text[:300]}")
+    return problems
+
+
+@pytest.mark.parametrize(("path", "method", "caller", "place"), api_cases())
+def test_api_write(tenants, path, method, caller, place):
+    write = API_WRITES[(path, method)]
+    assert write is not None
+    call = write.call(tenants, place)
+    want = expected(write.allowed, caller, place, write.success, anonymous=401)
+    client = api_client(caller)  # its token exists before the snapshot
+    before = snapshot()
+    body = call.body if call.content_type != "application/json" else json.dumps(call.body)
+    response = client.generic(call.method, call.url, body, content_type=call.content_type)
+    assert response.status_code == want, f"{call.method} {call.url}: {response.content[:400]!r}"
+    if want in (401, 403):
+        assert snapshot() == before, "a refused write changed something"
+        assert response.json()["detail"], "a refusal says why"
+        assert not _refusal_checks(response, caller, place)
+
+
+def test_the_matrix_covers_every_write_operation_of_the_api(tenants):
+    client = APIClient()
+    client.force_authenticate(tenant_user("viewer"))
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    operations = {
+        (path, method)
+        for path, item in schema["paths"].items()
+        for method in item
+        if method in {"post", "put", "patch", "delete"}
+    }
+    assert operations == set(API_WRITES), "give every write operation its row in API_WRITES"
+
+
+def test_a_subtree_holder_may_not_delete_the_queue_they_were_granted(tenants):
+    client = api_client("sub_admin")
+    before = snapshot()
+    response = client.delete(
+        f"{API}/queues/root.team-a/",
+        {"version": _version("root.team-a"), "comment": "mine?"},
+        format="json",
+    )
+    assert response.status_code == 403
+    assert "root.team-a is the queue you were granted" in response.json()["detail"]
+    assert snapshot() == before
+
+
+# ---- the console --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Form:
+    """A console form (or the page that is part of its action, like a confirmation)."""
+
+    allowed: set[str]
+    success: int
+    places: tuple[str, ...]
+    call: Callable[[Tenants, str], Call]
+
+
+def _form(method: str, url: str, data: dict[str, Any] | None = None) -> Call:
+    return Call(method, url, data or {}, "multipart/form-data")
+
+
+def _queue_post(place: str, action: str) -> Call:
+    path = queue_path(place, "web")
+    body = edit_body(Queue.objects.get(path=path), action=action, **{"res-0-max": "300G"})
+    return _form("POST", queue_url("default", path), body)
+
+
+def _simulation(place: str) -> str:
+    return "/simulator/?" + urlencode({
+        "partition": "default", "policy": "quota", "queue": queue_path(place, "web"),
+        "max-TOTAL_FORMS": "1", "max-INITIAL_FORMS": "0", "max-0-name": "memory",
+        "max-0-max": "10G",
+    })  # fmt: skip
+
+
+def _target_pk() -> int:
+    return get_user_model().objects.get(username="target").pk
+
+
+CONSOLE_FORMS: dict[str, list[Form]] = {
+    "queue-detail": [
+        Form(OPERATE_QUEUE, 200, QUEUED, lambda t, p: _queue_post(p, "preview")),
+        Form(OPERATE_QUEUE, 302, QUEUED, lambda t, p: _queue_post(p, "save")),
+    ],
+    "timer-cancel": [
+        Form(OPERATE_QUEUE, 200, QUEUED,
+             lambda t, p: _form("GET", f"/timers/{t.timer(p).pk}/cancel/")),
+        Form(OPERATE_QUEUE, 302, QUEUED,
+             lambda t, p: _form("POST", f"/timers/{t.timer(p).pk}/cancel/", {"comment": "x"})),
+    ],
+    "run-abort": [
+        Form(ADMIN_QUEUE, 302, QUEUED,
+             lambda t, p: _form("POST", f"/runs/{t.run(p).pk}/abort/", {"comment": "stop"})),
+    ],
+    "simulator": [Form(READ_QUEUE, 200, QUEUED, lambda t, p: _form("GET", _simulation(p)))],
+    "history-revert": [
+        Form(ADMIN_WHOLE, 200, WHOLE, lambda t, p: _form("GET", "/history/default/1/revert/")),
+        Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form("POST", "/history/default/1/revert/", {
+            "comment": "undo", "version": Partition.objects.get().version})),
+    ],
+    "history-import": [
+        Form(ADMIN_WHOLE, 200, WHOLE, lambda t, p: _form("POST", "/history/import/", {
+            "text": TENANTS_CONFIG.replace("memory: 400G", "memory: 300G", 1),
+            "comment": "import", "action": "preview"})),
+    ],
+    "users": [Form(ADMIN_WHOLE, 200, WHOLE, lambda t, p: _form("GET", "/users/"))],
+    "users-create": [
+        Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form("POST", "/users/create/", {
+            "username": "newbie", "role": "viewer", "email": "",
+            "password": "pw-newbie-123456"})),
+    ],
+    "users-role": [
+        Form(ADMIN_WHOLE, 302, WHOLE,
+             lambda t, p: _form("POST", f"/users/{_target_pk()}/role/", {"role": "operator"})),
+    ],
+    "users-deactivate": [
+        Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form(
+            "POST", f"/users/{_target_pk()}/deactivate/", {"confirmed": "yes"})),
+    ],
+    "users-reactivate": [
+        Form(ADMIN_WHOLE, 302, WHOLE,
+             lambda t, p: _form("POST", f"/users/{_target_pk()}/reactivate/")),
+    ],
+    "users-token": [
+        Form(ADMIN_WHOLE, 200, WHOLE, lambda t, p: _form("POST", f"/users/{_target_pk()}/token/")),
+    ],
+    "users-token-revoke": [
+        Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form(
+            "POST", f"/users/{_target_pk()}/token/revoke/", {"confirmed": "yes"})),
+    ],
+    "users-grant-give": [
+        Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form("POST", "/users/grants/", {
+            "partition": "default", "queue": "root.team-a.web", "role": "admin",
+            "user": "target", "group": ""})),
+    ],
+    "users-grant-revoke": [
+        Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form(
+            "POST", f"/users/grants/{_target_grant()}/revoke/", {"confirmed": "yes"})),
+    ],
+    "users-groups": [
+        Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form(
+            "POST", "/users/groups/", {"user": _target_pk(), "groups": "team-b"})),
+    ],
+}  # fmt: skip
+
+#: Console routes that only read, with where what they show to whom is tested.
+CONSOLE_READS = {
+    "healthz": "open to everyone (liveness)",
+    "dashboard": "test_grant_visibility: the tree starts at the holder's queues",
+    "dashboard-children": "test_grant_visibility: 403 outside",
+    "fences": "test_grant_visibility: whole partition, global roles",
+    "history": "test_grant_visibility: whole partition, global roles",
+    "history-diff": "test_grant_visibility: whole partition, global roles",
+    "history-revision": "test_grant_visibility: whole partition, global roles",
+    "run-list": "test_grant_visibility: narrowed to the holder's runs",
+    "run-detail": "test_grant_visibility: 403 outside",
+    "audit-list": "test_grant_visibility: narrowed to the holder's queues",
+    "glossary": "no data of any queue",
+    "live-dashboard": "test_grant_visibility: narrowed like the dashboard",
+    "live-queue": "test_grant_visibility: 403 outside",
+}
+
+
+def console_cases() -> list[tuple[str, int, str, str]]:
+    return [
+        (name, index, caller, place)
+        for name, forms in CONSOLE_FORMS.items()
+        for index, form in enumerate(forms)
+        for caller in CALLERS
+        for place in form.places
+    ]
+
+
+def console_client(caller: str) -> Client:
+    client = Client()
+    user = tenant_user(caller)
+    if user is not None:
+        client.force_login(user)
+    return client
+
+
+@pytest.mark.parametrize(("name", "index", "caller", "place"), console_cases())
+def test_console_form(tenants, name, index, caller, place):
+    form = CONSOLE_FORMS[name][index]
+    call = form.call(tenants, place)
+    want = expected(form.allowed, caller, place, form.success, anonymous=302)
+    client = console_client(caller)
+    before = snapshot()
+    send = client.get if call.method == "GET" else client.post
+    response = send(call.url, call.body)
+    where = f"{call.method} {call.url}"
+    assert response.status_code == want, f"{where}: {response.content[:600]!r}"
+    if caller == "anonymous":
+        assert response["Location"].startswith("/accounts/login/?next="), where
+    elif want == 302:
+        assert not response["Location"].startswith("/accounts/login/"), where
+    if want == 403 or caller == "anonymous":
+        assert snapshot() == before, f"{where}: a refused form changed something"
+    if want == 403:
+        page = response.content.decode()
+        assert "Nothing was changed." in page
+        assert not _refusal_checks(response, caller, place), where
+
+
+def _route_names(patterns: list[Any], prefix: str = "") -> set[str]:
+    names: set[str] = set()
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            names |= _route_names(pattern.url_patterns, prefix + str(pattern.pattern))
+        elif isinstance(pattern, URLPattern) and pattern.name:
+            names.add(pattern.name)
+    return names
+
+
+def test_the_matrix_covers_every_console_route():
+    """Every named route of the console (``scheduler_admin.web.urls``) is a form of the matrix
+    or a read listed with the test that covers it."""
+    console = next(
+        p
+        for p in get_resolver().url_patterns
+        if isinstance(p, URLResolver)
+        and getattr(p.urlconf_name, "__name__", "") == "scheduler_admin.web.urls"
+    )
+    names = _route_names(console.url_patterns)
+    assert names == set(CONSOLE_FORMS) | set(CONSOLE_READS)
+    assert not set(CONSOLE_FORMS) & set(CONSOLE_READS)
