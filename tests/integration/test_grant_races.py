@@ -19,7 +19,6 @@ revocation (its audit event after ``grant.revoked``), which the assertions catch
 from __future__ import annotations
 
 import pytest
-from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from scheduler_admin.accounts.grants import give_grant, revoke_grant
@@ -30,6 +29,7 @@ from scheduler_admin.enforcement.models import QuotaTimer
 from scheduler_admin.queues.models import ConfigRevision, Queue
 from tests.support.racing import release_together
 from tests.support.tenants import INSIDE, START, lower, tenant_state, tenant_user
+from tests.support.throttles import clear_throttle_counts
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -57,7 +57,7 @@ def _event_id(kind: str, **fields: object) -> int | None:
 
 def test_a_queue_save_racing_the_revocation_of_its_grant_is_decided_under_the_lock() -> None:
     tenant_state()
-    cache.clear()
+    clear_throttle_counts()
     client, username = _holder_client()
     outcomes = {"saved first": 0, "refused": 0}
     for round_ in range(ROUNDS):
@@ -91,7 +91,7 @@ def test_a_queue_save_racing_the_revocation_of_its_grant_is_decided_under_the_lo
 
 def test_a_timer_cancel_racing_the_revocation_of_its_grant_is_decided_under_the_lock() -> None:
     tenant_state()
-    cache.clear()
+    clear_throttle_counts()
     client, username = _holder_client()
     for round_ in range(ROUNDS):
         grant_id = _regrant(username) if round_ else _holder_grant()

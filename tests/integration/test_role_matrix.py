@@ -28,7 +28,6 @@ from urllib.parse import urlencode
 import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.core.cache import cache
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
 from rest_framework.test import APIClient
@@ -51,6 +50,7 @@ from tests.support.tenants import (
     tenant_state,
     tenant_user,
 )
+from tests.support.throttles import clear_throttle_counts
 
 pytestmark = pytest.mark.django_db
 
@@ -65,6 +65,7 @@ ADMIN_QUEUE = {"admin", "sub_admin@inside"}
 READ_WHOLE = {"viewer", "operator", "admin"}
 OPERATE_WHOLE = {"operator", "admin"}
 ADMIN_WHOLE = {"admin"}
+SIGNED_IN = {"viewer", "operator", "admin", "sub_operator@whole", "sub_admin@whole"}
 
 
 @dataclass(frozen=True)
@@ -202,6 +203,10 @@ API_WRITES: dict[tuple[str, str], Write | None] = {
 }  # fmt: skip
 
 
+def _target_token() -> int:
+    return ApiToken.objects.get(user__username="target", name="target").pk
+
+
 def _target_grant() -> int:
     return QueueGrant.objects.get(user__username="target").pk
 
@@ -247,7 +252,7 @@ def snapshot() -> dict[str, Any]:
 def tenants() -> Tenants:
     """The tenants' partition, every caller, and a ``target`` account (viewer, with an
     operator grant on root.team-b) for the writes about users and grants."""
-    cache.clear()  # the write throttle's counters of earlier tests
+    clear_throttle_counts()  # the write throttle's counters of earlier tests
     state = tenant_state()
     for caller in CALLERS:
         tenant_user(caller)
@@ -255,6 +260,7 @@ def tenants() -> Tenants:
     target.groups.add(Group.objects.get(name="viewer"))
     give_grant(partition="default", queue_path="root.team-b", role="operator", user="target",
                actor=None)  # fmt: skip
+    issue_token(target, actor=None, name="target")
     return state
 
 
@@ -397,12 +403,27 @@ CONSOLE_FORMS: dict[str, list[Form]] = {
         Form(ADMIN_WHOLE, 302, WHOLE,
              lambda t, p: _form("POST", f"/users/{_target_pk()}/reactivate/")),
     ],
-    "users-token": [
-        Form(ADMIN_WHOLE, 200, WHOLE, lambda t, p: _form("POST", f"/users/{_target_pk()}/token/")),
+    "users-tokens": [
+        Form(ADMIN_WHOLE, 200, WHOLE, lambda t, p: _form("GET", f"/users/{_target_pk()}/tokens/")),
     ],
-    "users-token-revoke": [
+    "users-tokens-issue": [
+        Form(ADMIN_WHOLE, 200, WHOLE, lambda t, p: _form(
+            "POST", f"/users/{_target_pk()}/tokens/issue/", {"name": "ci", "expires_days": 7})),
+    ],
+    "users-tokens-revoke": [
         Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form(
-            "POST", f"/users/{_target_pk()}/token/revoke/", {"confirmed": "yes"})),
+            "POST", f"/users/{_target_pk()}/tokens/{_target_token()}/revoke/",
+            {"confirmed": "yes"})),
+    ],
+    "users-unlock": [
+        Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form("POST", "/users/unlock/",
+                                                          {"user": "target"})),
+    ],
+    # Every signed-in account manages its own tokens, whatever its role.
+    "my-tokens": [Form(SIGNED_IN, 200, WHOLE, lambda t, p: _form("GET", "/account/tokens/"))],
+    "my-tokens-issue": [
+        Form(SIGNED_IN, 200, WHOLE, lambda t, p: _form(
+            "POST", "/account/tokens/issue/", {"name": "laptop", "expires_days": 7})),
     ],
     "users-grant-give": [
         Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form("POST", "/users/grants/", {
@@ -434,6 +455,8 @@ CONSOLE_READS = {
     "glossary": "no data of any queue",
     "live-dashboard": "test_grant_visibility: narrowed like the dashboard",
     "live-queue": "test_grant_visibility: 403 outside",
+    # Revokes one of the caller's own tokens (its id is the caller's, so not a matrix call).
+    "my-tokens-revoke": "test_api_tokens: the owner revokes; another account's token is a 404",
 }
 
 
