@@ -14,4 +14,6 @@ urlpatterns = [
     path("", include("scheduler_admin.enforcement.api.urls")),
     path("", include("scheduler_admin.agents.api.urls")),
     path("", include("scheduler_admin.audit.api.urls")),
+    # Usage history (issue 16, usage history)
+    path("", include("scheduler_admin.history.api.urls")),
 ]
