@@ -82,14 +82,16 @@ class UsageQuarters(models.Model):
 class UsageSampling(models.Model):
     """Where a partition's sampling stands; its row lock orders samplers and roll-ups.
 
-    ``last_minute``: the newest minute sampled (a second sampler of that minute does nothing).
-    ``rolled_until``: quarters before it are averaged into ``UsageQuarters``; later ones are
-    still read from the minutes.
+    ``first_minute``: the first minute ever sampled (the charts leave the time before it blank:
+    there was no history yet, which is not a gap). ``last_minute``: the newest minute sampled (a
+    second sampler of that minute does nothing). ``rolled_until``: quarters before it are
+    averaged into ``UsageQuarters``; later ones are still read from the minutes.
     """
 
     partition = models.OneToOneField(
         Partition, on_delete=models.CASCADE, primary_key=True, related_name="+"
     )
+    first_minute = models.DateTimeField(null=True, blank=True)
     last_minute = models.DateTimeField(null=True, blank=True)
     rolled_until = models.DateTimeField(null=True, blank=True)
 

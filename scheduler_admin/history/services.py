@@ -115,8 +115,9 @@ def sample_partition(
             MINUTES, partition.pk, hour, (minute - hour) // MINUTE, values, in_place=in_place
         )
         quarters = _roll_up(partition.pk, state, minute, in_place=in_place)
+        state.first_minute = state.first_minute or minute
         state.last_minute = minute
-        state.save(update_fields=["last_minute", "rolled_until"])
+        state.save(update_fields=["first_minute", "last_minute", "rolled_until"])
         deleted = _delete_expired(partition.pk, now)
     return Sampled(partition.name, minute, len(values) - 1, quarters, deleted)
 
@@ -242,8 +243,9 @@ class RunMarker:
 @dataclass(frozen=True)
 class UsageSeries:
     """What ``series`` answers: the window's points, one series per resource, and the markers.
-    ``last_sample`` is the newest minute the partition was sampled (None: never); points after
-    it are not gaps yet, just not sampled yet."""
+    ``first_sample`` and ``last_sample`` are the first and newest minutes the partition was
+    sampled (None: never); points before the first had no history yet and points after the
+    newest are not sampled yet: neither are gaps."""
 
     partition: str
     queue: str
@@ -253,6 +255,7 @@ class UsageSeries:
     runs: list[RunMarker]
     runs_truncated: bool
     last_sample: datetime | None
+    first_sample: datetime | None = None
     steps: list[QuotaStep] = field(default_factory=list)
 
     @property
@@ -314,6 +317,7 @@ def series(
         runs=runs,
         runs_truncated=truncated,
         last_sample=state.last_minute if state else None,
+        first_sample=state.first_minute if state else None,
         steps=steps,
     )
 

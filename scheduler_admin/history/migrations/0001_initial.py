@@ -33,6 +33,7 @@ class Migration(migrations.Migration):
                         to="queues.partition",
                     ),
                 ),
+                ("first_minute", models.DateTimeField(blank=True, null=True)),
                 ("last_minute", models.DateTimeField(blank=True, null=True)),
                 ("rolled_until", models.DateTimeField(blank=True, null=True)),
             ],

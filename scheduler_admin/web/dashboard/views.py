@@ -18,6 +18,7 @@ from preemption.config import ROOT, text_problem
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web.common import partition_or_404, selected_partition
 from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
+from scheduler_admin.web.dashboard.sparklines import top_level_sparklines
 from scheduler_admin.web.dashboard.tree import SEARCH_MAX_LENGTH, QueueTree
 
 
@@ -75,6 +76,8 @@ def _partition_context(
         "match_count": match_count,
         "shown_matches": len(matches),
         **panels(tree),
+        # Usage over time (issue 16, usage history)
+        **top_level_sparklines(tree),
     }
 
 

@@ -39,6 +39,7 @@ from scheduler_admin.web.queue_pages.forms import PREVIEW, SAVE, QueueEdit
 from scheduler_admin.web.queue_pages.history import describe_queue_changes, queue_history
 from scheduler_admin.web.queue_pages.plans import plan_view
 from scheduler_admin.web.queue_pages.status import pending_timer, timer_status, usage_status
+from scheduler_admin.web.queue_pages.usage_history import usage_history
 
 ASK_LABELS = {
     "id": "Ask", "app": "Application", "queue": "Queue", "priority": "Priority",
@@ -180,6 +181,8 @@ def _page(
         **timer_status(partition, path, now),
         "now": now,
         **tables.task_tables(partition, path, request.GET, names),
+        # Usage over time (issue 16, usage history)
+        **usage_history(partition, path, request.GET, now),
         "history": queue_history(partition, path),
         "history_url": reverse("history") + "?" + urlencode({"partition": partition.name}),
         "simulator_url": reverse("simulator")
