@@ -36,15 +36,14 @@ def pick(bars: list[Bar]) -> Bar | None:
     """The bar whose usage is the largest share of its max; without any max, of its
     guarantee; without either, the largest usage (ties: by name)."""
 
-    def share(bar: Bar) -> tuple[int, float, int]:
+    def rank(bar: Bar) -> tuple[float, float, int, str]:
         if bar.limit:
-            return (2, bar.used / bar.limit, bar.used)
+            return (-2, -bar.used / bar.limit, -bar.used, bar.resource)
         if bar.guaranteed:
-            return (1, bar.used / bar.guaranteed, bar.used)
-        return (0, 0.0, bar.used)
+            return (-1, -bar.used / bar.guaranteed, -bar.used, bar.resource)
+        return (0, 0.0, -bar.used, bar.resource)
 
-    ranked = sorted(bars, key=lambda bar: (share(bar), bar.resource), reverse=True)
-    return ranked[0] if ranked else None
+    return min(bars, key=rank, default=None)
 
 
 def top_level_sparklines(tree: QueueTree) -> dict[str, Any]:
