@@ -329,7 +329,7 @@ def _x_ticks(win: Window, scale: _Scale) -> list[Tick]:
 
 
 def _y_ticks(resource: str, scale: _Scale) -> list[Tick]:
-    values = [0, scale.top_value // 2, scale.top_value]
+    values = sorted({0, scale.top_value // 2, scale.top_value})
     return [Tick(scale.y(value), human_quantity(value, resource)) for value in values]
 
 

@@ -66,6 +66,7 @@ Make a module ``tests/e2e/test_<page>.py``::
 from __future__ import annotations
 
 import itertools
+import os
 import re
 from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
@@ -99,8 +100,9 @@ from tests.support.processes import (
 if TYPE_CHECKING:
     from playwright.sync_api import Browser, BrowserContext, Page, Response, Route, WebError
 
-#: Redis database of the browser tests (the live-loop tests use 13, the compose test 14).
-E2E_REDIS_DB = 12
+#: Redis database of the browser tests (the live-loop tests use 13, the compose test 14);
+#: ``E2E_REDIS_DB`` picks another, so two checkouts can run browser tests at once.
+E2E_REDIS_DB = int(os.environ.get("E2E_REDIS_DB", "12"))
 #: Playwright's wait for a locator or navigation, in ms: long enough for a loaded CI machine,
 #: short enough that a missing element fails in seconds rather than half a minute.
 DEFAULT_TIMEOUT_MS = 10_000
