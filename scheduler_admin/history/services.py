@@ -31,12 +31,18 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from preemption.config import ROOT
+from preemption.config import ROOT, PartitionConfig
 from scheduler_admin.cluster.usage import leaf_usage, resource_names, summary_in_use
 from scheduler_admin.enforcement.models import PreemptionRun
 from scheduler_admin.history import storage
-from scheduler_admin.history.models import UsageSampling
-from scheduler_admin.history.quotas import QuotaStep, path_from_root, quota_steps
+from scheduler_admin.history.models import QueueQuota, UsageSampling
+from scheduler_admin.history.quotas import (
+    Quotas,
+    QuotaStep,
+    effective_quotas,
+    path_from_root,
+    quota_steps,
+)
 from scheduler_admin.history.storage import COVERAGE_KEY, MINUTES, QUARTERS, Key
 from scheduler_admin.history.timeaxis import (
     DAY,
@@ -115,9 +121,10 @@ def sample_partition(
             MINUTES, partition.pk, hour, (minute - hour) // MINUTE, values, in_place=in_place
         )
         quarters = _roll_up(partition.pk, state, minute, in_place=in_place)
+        record_quotas(partition, state, now=now)
         state.first_minute = state.first_minute or minute
         state.last_minute = minute
-        state.save(update_fields=["first_minute", "last_minute", "rolled_until"])
+        state.save(update_fields=["first_minute", "last_minute", "rolled_until", "quotas_revision"])
         deleted = _delete_expired(partition.pk, now)
     return Sampled(partition.name, minute, len(values) - 1, quarters, deleted)
 
@@ -189,6 +196,57 @@ def quarter_averages(rows: Mapping[Key, tuple[int, ...]], quarter: int) -> dict[
         if total:
             averages[key] = (2 * total + count) // (2 * count)
     return averages
+
+
+def record_quotas(partition: Partition, state: UsageSampling, *, now: datetime) -> int:
+    """Record in ``QueueQuota`` the quotas of every revision saved since ``state``'s newest
+    recorded one: for each, the queues whose guarantee or effective max differ from the
+    revision before (at most every queue, usually a few). The first time, recording starts
+    from the revision in force at the start of the roll-up retention (a row for every queue).
+    Moves ``state.quotas_revision``; returns how many revisions were recorded. Usually one
+    query: nothing was saved since the last minute.
+
+    Called by the sampler, holding the partition's sampling lock: two recorders never race,
+    and a row written twice is ignored (its key is the queue and the revision)."""
+    newest = partition.revisions.order_by("-number").values_list("number", flat=True).first()
+    done = state.quotas_revision
+    if newest is None or (done is not None and done >= newest):
+        return 0
+    revisions = partition.revisions.order_by("number")
+    absent: Quotas = (False, {}, {})
+    previous: dict[str, Quotas] = {}
+    if done is None:
+        horizon = now - timedelta(days=settings.USAGE_ROLLUP_RETENTION_DAYS)
+        base = (
+            partition.revisions.filter(created_at__lte=horizon)
+            .order_by("-number")
+            .values_list("number", flat=True)
+            .first()
+        )
+        revisions = revisions.filter(number__gte=base or 0)
+    else:
+        snapshot = partition.revisions.filter(number=done).values_list("snapshot", flat=True)
+        for before in snapshot:
+            previous = effective_quotas(PartitionConfig.from_json(before))
+        revisions = revisions.filter(number__gt=done)
+    recorded = 0
+    for number, created_at, snapshot in revisions.values_list(
+        "number", "created_at", "snapshot"
+    ).iterator(chunk_size=1):
+        current = effective_quotas(PartitionConfig.from_json(snapshot))
+        rows = [
+            QueueQuota(
+                partition=partition, queue_path=path, revision=number, at=created_at,
+                exists=quotas[0], guaranteed=quotas[1], limit=quotas[2],
+            )
+            for path in sorted(current.keys() | previous.keys())
+            if (quotas := current.get(path, absent)) != previous.get(path, absent)
+        ]  # fmt: skip
+        QueueQuota.objects.bulk_create(rows, ignore_conflicts=True, batch_size=2000)
+        previous = current
+        state.quotas_revision = number
+        recorded += 1
+    return recorded
 
 
 def _delete_expired(partition_id: int, now: datetime) -> int:
@@ -293,7 +351,10 @@ def series(
     win = range if isinstance(range, Window) else window(range, now=now)
     state = UsageSampling.objects.filter(partition=partition).first()
     read = read_usage(partition, [path], win, state)
-    steps = quota_steps(partition, path, win.since, win.until)
+    steps = quota_steps(
+        partition, path, win.since, win.until,
+        recorded_until=state.quotas_revision if state else None,
+    )  # fmt: skip
     names = sorted(
         {*read.usage[path], *(name for step in steps for name in (*step.guaranteed, *step.limit))}
     )

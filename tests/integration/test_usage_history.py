@@ -24,6 +24,7 @@ from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
 from scheduler_admin.history import packing, services
 from scheduler_admin.history.models import (
     COVERAGE,
+    QueueQuota,
     UsageMinutes,
     UsageQuarters,
     UsageSampling,
@@ -507,3 +508,80 @@ def test_a_window_knows_its_points() -> None:
         win.index(T0 + timedelta(minutes=5, seconds=59)) == 5
         and win.index(T0 + timedelta(hours=1)) is None
     )
+
+
+def test_recorded_quotas_read_the_same_as_the_snapshots() -> None:
+    """The sampler records each queue's quotas at the revisions that changed them
+    (``QueueQuota``); a chart reads those, and the snapshots only for revisions saved since the
+    last sample. Over changes of a leaf, of its parent's max (the leaf's effective max), a queue
+    created, removed and created again, the quotas in force at every minute and the changes
+    marked are those read from every snapshot."""
+    from scheduler_admin.history.quotas import quota_steps
+    from scheduler_admin.history.services import _changes, _in_force
+
+    partition = make_partition()
+    moment = T0
+    steps = [
+        ("root.team.a", {"max": {"memory": 250 * GB}}),
+        ("root.team", {"max": {"memory": 400 * GB, "vcore": 32_000}}),
+        ("create", {"guaranteed": {"memory": 5 * GB}}),
+        ("root.team", {"max": {"memory": 350 * GB, "vcore": 16_000}}),
+        ("delete", {}),
+        ("create", {"max": {"memory": 7 * GB}}),
+        ("root.team.a", {"guaranteed": {"memory": 30 * GB}}),
+    ]
+    for index, (what, quotas) in enumerate(steps):
+        sample_at(partition, moment)
+        moment += timedelta(minutes=2)
+        with time_machine.travel(moment - timedelta(seconds=30), tick=False):
+            if what == "create":
+                config_services.create_queue(
+                    partition.name, parent="root.team", name="c", actor=None,
+                    comment=f"step {index}", **quotas,
+                )  # fmt: skip
+            elif what == "delete":
+                version = Queue.objects.get(partition=partition, path="root.team.c").version
+                config_services.delete_queue(
+                    partition.name, "root.team.c", version=version, actor=None, comment="gone"
+                )
+            else:
+                change(partition, what, moment - timedelta(seconds=30), f"step {index}", **quotas)
+        if index == 4:
+            moment += timedelta(minutes=1)  # the last two changes are not recorded yet
+    state = UsageSampling.objects.get(partition=partition)
+    assert state.quotas_revision is not None
+    newest = partition.revisions.order_by("-number").first().number
+    assert state.quotas_revision < newest  # some revisions are read from their snapshots
+    for path in ("root", "root.team", "root.team.a", "root.team.b", "root.team.c"):
+        for since, until in (
+            (T0 - timedelta(days=2), T0 + timedelta(minutes=30)),
+            (T0 + timedelta(minutes=3), T0 + timedelta(minutes=9)),
+            (T0 + timedelta(minutes=7), T0 + timedelta(minutes=30)),
+        ):
+            win = Window(since=since, until=until, step=MINUTE)
+            recorded = quota_steps(
+                partition, path, since, until, recorded_until=state.quotas_revision
+            )
+            snapshots = quota_steps(partition, path, since, until)
+
+            def points(found: list[Any], win: Window = win) -> list[tuple[Any, ...]]:
+                """Per minute: exists, guaranteed, max (no revision yet: as not existing)."""
+                return [
+                    (step.exists, dict(step.guaranteed), dict(step.limit))
+                    if step
+                    else (False, {}, {})
+                    for step in _in_force(found, win)
+                ]
+
+            assert points(recorded) == points(snapshots), (path, since)
+            assert [(c.revision, c.changes, c.comment) for c in _changes(recorded, win)] == [
+                (c.revision, c.changes, c.comment) for c in _changes(snapshots, win)
+            ], (path, since)
+    # Recorded for the leaf: the first revision, its own max, its parent's two vcore maxes (its
+    # effective max); not its sibling's creation and removal, nor its guarantee (too recent).
+    leaf = set(
+        QueueQuota.objects.filter(partition=partition, queue_path="root.team.a").values_list(
+            "revision", flat=True
+        )
+    )
+    assert leaf == {1, 2, 3, 5}

@@ -28,6 +28,7 @@ from scheduler_admin.accounts.roles import OPERATOR, has_role
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
+from scheduler_admin.queues.saved import current_config
 from scheduler_admin.web.common import (
     partition_or_404,
     post_requires_role,
@@ -58,7 +59,9 @@ def queue_detail(request: HttpRequest, partition: str, queue: str) -> HttpRespon
     if "\x00" in partition or "\x00" in queue:  # PostgreSQL text cannot hold NUL: no such row
         raise Http404("No such queue.")
     part = partition_or_404(partition)
-    config = part.current_config()
+    # The saved config parsed once per revision (queues.saved): building it from the rows costs
+    # 0.35 s at 5,000 queues, on every view of the page.
+    config = current_config(part)
     queue_config = config.queue(queue)
     row = Queue.objects.filter(partition=part, path=queue).first()
     if queue_config is None or row is None:
