@@ -150,8 +150,10 @@ def _roll_up(
     rows; move ``state.rolled_until`` past them. Quarters older than the minutes kept are
     skipped (their minutes are gone). Returns how many quarters were written.
 
-    Idempotent: a quarter's averages are computed from its minutes alone, so doing one again
-    writes the same numbers."""
+    An hour whose last quarter is averaged is over (the sampler writes the current minute
+    only), and so is a day whose last quarter is: their rows are rewritten closed
+    (``packing.close``), once. Idempotent: a quarter's averages are computed from its minutes
+    alone, so doing one again writes the same numbers."""
     done_until = floor_to(minute, QUARTER)
     kept = timedelta(hours=settings.USAGE_MINUTE_RETENTION_HOURS)
     kept_since = floor_to(minute - kept, QUARTER)
@@ -162,14 +164,20 @@ def _roll_up(
         rows = storage.rows_at(MINUTES, partition_id, hour)
         while start < done_until and start < hour + HOUR:
             averages = quarter_averages(rows, (start - hour) // QUARTER)
+            day = floor_to(start, DAY)
             if averages:
-                day = floor_to(start, DAY)
                 storage.set_slot(
                     QUARTERS, partition_id, day, (start - day) // QUARTER, averages,
                     in_place=in_place,
                 )  # fmt: skip
                 written += 1
             start += QUARTER
+            if start == day + DAY:  # the day's last quarter: its rows are final
+                storage.close_rows(
+                    QUARTERS, partition_id, day, storage.rows_at(QUARTERS, partition_id, day)
+                )
+        if start == hour + HOUR:  # the hour is over and averaged: its rows are final
+            storage.close_rows(MINUTES, partition_id, hour, rows)
         hour += HOUR
     state.rolled_until = max(start, state.rolled_until or start)
     return written

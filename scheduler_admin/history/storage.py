@@ -114,6 +114,40 @@ def set_slot(
         cursor.executemany(_UPSERT_SQL.format(table=table.db_table, start=table.start), rows)
 
 
+_REPLACE_SQL = """
+INSERT INTO {table} (partition_id, queue_path, resource, {start}, slots)
+SELECT %s, s.queue_path, s.resource, %s, s.slots
+FROM unnest(%s::text[], %s::text[], %s::bytea[]) AS s(queue_path, resource, slots)
+ON CONFLICT (partition_id, queue_path, resource, {start}) DO UPDATE SET slots = EXCLUDED.slots
+"""
+
+
+def close_rows(
+    table: Table, partition_id: int, start: datetime, rows: Mapping[Key, tuple[int, ...]]
+) -> int:
+    """Rewrite the rows starting at ``start`` (an hour or a day that is over: nothing writes
+    them again) in their closed form (``packing.close``); how many got shorter."""
+    closed = {key: packing.close(values) for key, values in rows.items()}
+    shorter = sorted(key for key, data in closed.items() if len(data) < 8 * table.slots)
+    if not shorter:
+        return 0
+    at = connection.ops.adapt_datetimefield_value(start)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                _REPLACE_SQL.format(table=table.db_table, start=table.start),
+                [partition_id, at, [queue for queue, _ in shorter],
+                 [resource for _, resource in shorter], [closed[key] for key in shorter]],
+            )  # fmt: skip
+        else:
+            cursor.executemany(
+                _UPSERT_SQL.format(table=table.db_table, start=table.start),
+                [(partition_id, queue, resource, at, closed[(queue, resource)])
+                 for queue, resource in shorter],
+            )  # fmt: skip
+    return len(shorter)
+
+
 def rows_at(table: Table, partition_id: int, start: datetime) -> dict[Key, tuple[int, ...]]:
     """Every series of one row start (the roll-up reads an hour of every queue)."""
     return {

@@ -358,6 +358,51 @@ def test_a_sampler_back_after_hours_rolls_up_what_it_missed_and_skips_what_expir
     assert UsageSampling.objects.get(partition=partition).rolled_until == T0 + timedelta(hours=25)
 
 
+def test_hours_and_days_that_are_over_are_closed_and_read_the_same() -> None:
+    """An hour's minute rows are rewritten closed (compressed) once its last quarter is
+    averaged, a day's rows once its last quarter is; the current hour stays open (written in
+    place each minute). Closed rows read back the same values."""
+    partition = make_partition()
+    midnight = T0.replace(hour=0) + timedelta(days=1)
+    samples = {
+        midnight - timedelta(minutes=20): 10,
+        midnight - timedelta(minutes=10): 20,
+        midnight + timedelta(minutes=5): 30,
+        midnight + timedelta(minutes=16): 40,
+    }
+    for moment, memory in samples.items():
+        push(partition, task("a1", "root.team.a", memory))
+        sample_at(partition, moment)
+
+    def row(model: Any, **key: Any) -> bytes:
+        return bytes(
+            model.objects.get(
+                partition=partition, queue_path="root.team.a", resource="memory", **key
+            ).slots
+        )
+
+    closed_hour = row(UsageMinutes, hour=midnight - timedelta(hours=1))
+    assert closed_hour[:1] == packing.CLOSED and len(closed_hour) < 100
+    assert (
+        packing.unpack(closed_hour, 60) == (0,) * 40 + (10 * GB,) + (0,) * 9 + (20 * GB,) + (0,) * 9
+    )
+    assert len(row(UsageMinutes, hour=midnight)) == 480  # the current hour: open
+    closed_day = row(UsageQuarters, day=midnight - timedelta(days=1))
+    assert closed_day[:1] == packing.CLOSED and len(closed_day) < 100
+    assert packing.unpack(closed_day, 96)[94:] == (10 * GB, 20 * GB)
+    assert len(row(UsageQuarters, day=midnight)) == 768  # today: open
+
+    with time_machine.travel(midnight + timedelta(minutes=16), tick=False):
+        day = services.series(partition, "root.team.a", "24h")
+        week = services.series(partition, "root.team.a", "7d")
+    assert [value for value in usage_of(day, "memory") if value is not None] == [
+        10 * GB, 20 * GB, 30 * GB, 40 * GB
+    ]  # fmt: skip
+    assert [value for value in usage_of(week, "memory") if value is not None] == [
+        10 * GB, 20 * GB, 30 * GB, 40 * GB
+    ]  # fmt: skip
+
+
 @override_settings(USAGE_MINUTE_RETENTION_HOURS=48, USAGE_ROLLUP_RETENTION_DAYS=90)
 def test_minutes_are_dropped_after_48_hours_and_quarters_after_90_days() -> None:
     partition = make_partition(at=T0 - timedelta(days=100))
