@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import statistics
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -61,33 +62,40 @@ def main(argv: list[str] | None = None) -> int:
     with data.scratch_database(args.database, keep=args.keep):
         started = time.perf_counter()
         context = data.build(args.tasks)
-        built = _build_history(context.partition)
+        built = _build_history(context.partition, context.config)
         print(
             f"data: {len(context.config.queues):,} queues, {args.tasks:,} tasks; history: "
             f"{built['series']:,} series, {built['minute_rows']:,} minute rows, "
             f"{built['day_rows']:,} day rows, {REVISIONS} revisions, {RUNS} runs "
-            f"(built in {time.perf_counter() - started:.0f} s)",
+            f"(built in {time.perf_counter() - started:.0f} s; recording the quotas of "
+            f"{REVISIONS + 1} revisions took {built['recorded_seconds']:.1f} s)",
             flush=True,
         )
+        _print_sizes(built["series"])
         print_header()
         rows = list(_measure(context, args.runs))
         for row in rows:
             print_row(row)
         missed = [row.name for row in rows if not row.meets_goal]
         print(f"{len(rows) - len(missed)} of {len(rows)} rows at or under their goal")
-        _print_sizes()
     return 0
 
 
 # --- Data --------------------------------------------------------------------------------------
 
 
-def _build_history(partition: Any) -> dict[str, int]:
-    """A week of history for every queue with usage (steps 2 of the module docstring)."""
+def _build_history(partition: Any, config: Any) -> dict[str, int]:
+    """A week of history for every queue with usage (step 2 of the module docstring).
+
+    Usage moves in steps, as tasks start and end: a leaf's every 10 minutes, a group's every 3,
+    a tenant's and root's every minute, along a daily wave around today's usage. Hours and days
+    that are over are written closed, as the roll-up leaves them (``packing.close``); the
+    current ones open."""
     from django.conf import settings
     from django.db import connection
     from django.utils import timezone
 
+    from scheduler_admin.bench.data import leaves_of
     from scheduler_admin.history import packing
     from scheduler_admin.history.models import (
         COVERAGE,
@@ -101,58 +109,72 @@ def _build_history(partition: Any) -> dict[str, int]:
     from scheduler_admin.history.timeaxis import DAY, HOUR, MINUTE, QUARTER, floor_to
 
     now = floor_to(timezone.now(), MINUTE)
-    usage = _usage_now(partition)
-    series = [
-        (path, name, amount)
-        for path, amounts in usage.items()
-        for name, amount in amounts.items()
-        if amount
-    ]
+    leaves = set(leaves_of(config))
+    series = []
+    for path, amounts in _usage_now(partition).items():
+        every = 10 if path in leaves else 3 if path.count(".") == 2 else 1
+        offset = sum(map(ord, path)) % every
+        for name, amount in amounts.items():
+            if amount:
+                series.append((path, name, amount, every, offset))
+
+    def unit(moment: datetime, every: int, offset: int) -> float:
+        """The wave (0.7-1.3 over a day) at the start of the step holding ``moment``."""
+        minutes = int(moment.timestamp() // 60) - offset
+        held = (minutes - minutes % every + offset) * 60
+        return 1 + 0.3 * math.sin(held / 86_400 * 2 * math.pi)
+
     hours = settings.USAGE_MINUTE_RETENTION_HOURS + 1
     first_hour = floor_to(now, HOUR) - (hours - 1) * HOUR
     first_day = floor_to(now - timedelta(days=7), DAY)
-
-    def wave(moment: datetime) -> float:
-        """0.7-1.3 over a day: usage rises in the day and falls at night."""
-        return 1 + 0.3 * math.sin(moment.timestamp() / 86_400 * 2 * math.pi)
-
-    def minute_slots(amount: int, hour: datetime) -> bytes:
-        return packing.pack([int(amount * wave(hour + m * MINUTE)) for m in range(MINUTE_SLOTS)])
-
-    def quarter_slots(amount: int, day: datetime) -> bytes:
-        return packing.pack([int(amount * wave(day + q * QUARTER)) for q in range(QUARTER_SLOTS)])
-
-    # The wave depends on the time only, so one shape per row start, scaled per series: the
-    # bytes are computed for a unit amount once and scaled per queue in Python integers.
+    steps = {(every, offset) for _, _, _, every, offset in series}
     minute_rows = day_rows = 0
+    columns = "partition_id, queue_path, resource, {start}, slots"
     with connection.cursor() as cursor:
-        columns = "partition_id, queue_path, resource, {start}, slots"
-        with cursor.copy(
-            f"COPY {UsageMinutes._meta.db_table} ({columns.format(start='hour')}) FROM STDIN"
-        ) as copy:
-            for offset in range(hours):
-                hour = first_hour + offset * HOUR
-                full_hour = hour + HOUR <= now
-                for path, name, amount in series:
-                    copy.write_row((partition.pk, path, name, hour, minute_slots(amount, hour)))
+        sql = f"COPY {UsageMinutes._meta.db_table} ({columns.format(start='hour')}) FROM STDIN"
+        with cursor.copy(sql) as copy:
+            for index in range(hours):
+                hour = first_hour + index * HOUR
+                over = hour + HOUR <= now
+                shapes = {
+                    step: [unit(hour + m * MINUTE, *step) for m in range(MINUTE_SLOTS)]
+                    for step in steps
+                }
+                for path, name, amount, every, offset in series:
+                    values = [int(amount * f) for f in shapes[(every, offset)]]
+                    data = packing.close(values) if over else packing.pack(values)
+                    copy.write_row((partition.pk, path, name, hour, data))
                     minute_rows += 1
-                covered = [1 if full_hour or hour + m * MINUTE <= now else 0 for m in range(60)]
-                copy.write_row((partition.pk, COVERAGE, COVERAGE, hour, packing.pack(covered)))
+                covered = [1 if hour + m * MINUTE <= now else 0 for m in range(MINUTE_SLOTS)]
+                data = packing.close(covered) if over else packing.pack(covered)
+                copy.write_row((partition.pk, COVERAGE, COVERAGE, hour, data))
                 minute_rows += 1
-        with cursor.copy(
-            f"COPY {UsageQuarters._meta.db_table} ({columns.format(start='day')}) FROM STDIN"
-        ) as copy:
+        rolled_until = floor_to(now, QUARTER)
+        sql = f"COPY {UsageQuarters._meta.db_table} ({columns.format(start='day')}) FROM STDIN"
+        with cursor.copy(sql) as copy:
             day = first_day
-            rolled_until = floor_to(now, QUARTER)
             while day < now:
-                for path, name, amount in series:
-                    copy.write_row((partition.pk, path, name, day, quarter_slots(amount, day)))
+                over = day + DAY <= now
+                shapes = {
+                    step: [
+                        unit(day + q * QUARTER + 7 * MINUTE, *step)
+                        if day + (q + 1) * QUARTER <= rolled_until
+                        else 0.0
+                        for q in range(QUARTER_SLOTS)
+                    ]
+                    for step in steps
+                }
+                for path, name, amount, every, offset in series:
+                    values = [int(amount * f) for f in shapes[(every, offset)]]
+                    data = packing.close(values) if over else packing.pack(values)
+                    copy.write_row((partition.pk, path, name, day, data))
                     day_rows += 1
                 counts = [
-                    15 if day + q * QUARTER + QUARTER <= rolled_until else 0
+                    15 if day + (q + 1) * QUARTER <= rolled_until else 0
                     for q in range(QUARTER_SLOTS)
                 ]
-                copy.write_row((partition.pk, COVERAGE, COVERAGE, day, packing.pack(counts)))
+                data = packing.close(counts) if over else packing.pack(counts)
+                copy.write_row((partition.pk, COVERAGE, COVERAGE, day, data))
                 day_rows += 1
                 day += DAY
         cursor.execute(f"ANALYZE {UsageMinutes._meta.db_table}")
@@ -161,16 +183,24 @@ def _build_history(partition: Any) -> dict[str, int]:
         partition=partition,
         first_minute=now - timedelta(days=7),
         last_minute=now,
-        rolled_until=floor_to(now, QUARTER),
+        rolled_until=rolled_until,
     )
-    _build_revisions_and_runs(partition, now)
-    return {"series": len(series), "minute_rows": minute_rows, "day_rows": day_rows}
+    recorded = _build_revisions_and_runs(partition, now)
+    return {
+        "series": len(series), "minute_rows": minute_rows, "day_rows": day_rows,
+        "recorded_seconds": recorded,
+    }  # fmt: skip
 
 
-def _build_revisions_and_runs(partition: Any, now: datetime) -> None:
+def _build_revisions_and_runs(partition: Any, now: datetime) -> float:
     """28 quota changes over the week on the leaf, its group and its tenant (saved through the
-    service, each a whole 5,059-queue snapshot, then dated back), and 60 runs."""
+    service, each a whole 5,059-queue snapshot, then dated back), recorded by the sampler's
+    ``record_quotas`` (its time is returned), and 60 runs."""
+    from django.db import transaction
+
     from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
+    from scheduler_admin.history import services as history
+    from scheduler_admin.history.models import UsageSampling
     from scheduler_admin.queues import services
     from scheduler_admin.queues.models import ConfigRevision, Queue
 
@@ -196,6 +226,12 @@ def _build_revisions_and_runs(partition: Any, now: datetime) -> None:
         ConfigRevision.objects.filter(partition=partition, number=number).update(
             created_at=now - timedelta(days=7) + (index + 1) * step
         )
+    with transaction.atomic():
+        state = UsageSampling.objects.select_for_update().get(partition=partition)
+        started = time.perf_counter()
+        history.record_quotas(partition, state, now=now)
+        recorded = time.perf_counter() - started
+        state.save()
     places = [LEAF, "root.t05.g03", PARENT, "root", "root.t05.g03.q01", "root.t09.g00.q00"]
     outcomes = ["complete", "short", "does_not_help", "best_effort"]
     PreemptionRun.objects.bulk_create(
@@ -208,6 +244,7 @@ def _build_revisions_and_runs(partition: Any, now: datetime) -> None:
         )
         for index in range(RUNS)
     )  # fmt: skip
+    return recorded
 
 
 # --- Measurements -------------------------------------------------------------------------------
@@ -242,18 +279,40 @@ def _ms(call: Callable[[], object], runs: int) -> float:
     return timed(call, runs=runs) * 1000
 
 
+def _paired(
+    figure: Callable[[], object], baseline: Callable[[], object], runs: int
+) -> tuple[float, float]:
+    """Medians (ms) of ``figure`` and ``baseline`` timed in turn, one of each per round after a
+    warm-up, so that load coming and going on a shared machine weighs on both alike."""
+    from scheduler_admin.bench.harness import once
+
+    figure(), baseline()
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(runs):
+        times[0].append(once(figure))
+        times[1].append(once(baseline))
+    return statistics.median(times[0]) * 1000, statistics.median(times[1]) * 1000
+
+
+def _without(call: Callable[[], object]) -> Callable[[], object]:
+    def bare() -> object:
+        with _without_charts():
+            return call()
+
+    return bare
+
+
 def _measure(context: Any, runs: int) -> Iterator[Row]:
     console = context.client("viewer")
     api = context.api_client("viewer")
     for label, path in (("leaf", LEAF), ("parent", PARENT), ("root", "root")):
         url = PAGE.format(path=path)
-        with _without_charts():
-            baseline = _ms(_get(console, url), runs)
         for name in ("1h", "24h", "7d"):
+            page = _get(console, f"{url}?range={name}")
+            figure, baseline = _paired(page, _without(page), runs)
             yield Row(
-                f"queue page, {label}, range {name}",
-                _ms(_get(console, f"{url}?range={name}"), runs), "ms", baseline,
-                "the same page without the usage history card", goal=GOAL_MS,
+                f"queue page, {label}, range {name}", figure, "ms", baseline,
+                "the same page without the usage history card (timed in turn)", goal=GOAL_MS,
             )  # fmt: skip
     bare = _ms(_get(api, "/api/v1/partitions/bench/"), runs * 2)
     for name in ("1h", "24h", "7d"):
@@ -267,11 +326,11 @@ def _measure(context: Any, runs: int) -> Iterator[Row]:
             f"{len(response.json()['markers']['runs'])} runs, "
             f"{len(response.json()['markers']['quota_changes'])} quota changes",
         )  # fmt: skip
-    with _without_charts():
-        dashboard_base = _ms(_get(console, "/?partition=bench"), runs)
+    dashboard = _get(console, "/?partition=bench")
+    figure, baseline = _paired(dashboard, _without(dashboard), runs)
     yield Row(
-        "dashboard with 20 sparklines", _ms(_get(console, "/?partition=bench"), runs), "ms",
-        dashboard_base, "the dashboard without them",
+        "dashboard with 20 sparklines", figure, "ms", baseline,
+        "the dashboard without them (timed in turn)",
     )  # fmt: skip
     yield from _sampler_rows(context, runs)
 
@@ -310,6 +369,19 @@ def _sampler_rows(context: Any, runs: int) -> Iterator[Row]:
         "reading the usage alone",
     )  # fmt: skip
 
+    # The newest revision recorded again, as if just saved (the sampler's work after a save:
+    # two snapshots parsed and compared), rolled back each time.
+    def record() -> object:
+        with transaction.atomic():
+            current = UsageSampling.objects.select_for_update().get(partition=partition)
+            current.quotas_revision -= 1
+            recorded = services.record_quotas(partition, current, now=minute[0])
+            transaction.set_rollback(True)
+        return recorded
+
+    yield Row(f"recording a new revision's quotas, {len(context.config.queues):,} queues",
+              _ms(record, 5), "ms", read, "reading the usage alone")  # fmt: skip
+
     # One quarter averaged again (as at :15, :30, :45, :00), rolled back each time.
     def roll_up() -> object:
         with transaction.atomic():
@@ -320,6 +392,19 @@ def _sampler_rows(context: Any, runs: int) -> Iterator[Row]:
         return written
 
     yield Row("roll-up of one quarter, every queue", _ms(roll_up, 5), "ms", read,
+              "reading the usage alone")  # fmt: skip
+
+    # An hour that is over rewritten closed (once an hour), rolled back: the current hour's
+    # rows, open, read and closed.
+    def close_hour() -> object:
+        with transaction.atomic():
+            hour = floor_to(minute[0], HOUR)
+            rows = storage.rows_at(storage.MINUTES, partition.pk, hour)
+            closed = storage.close_rows(storage.MINUTES, partition.pk, hour, rows)
+            transaction.set_rollback(True)
+        return closed
+
+    yield Row("closing an hour of minutes, every queue", _ms(close_hour, 5), "ms", read,
               "reading the usage alone")  # fmt: skip
 
     def expire() -> object:
@@ -338,22 +423,30 @@ def _sampler_rows(context: Any, runs: int) -> Iterator[Row]:
               "reading the usage alone")  # fmt: skip
 
 
-def _print_sizes() -> None:
+def _print_sizes(series: int) -> None:
+    """The two tables' size as the week of history left them (before the measurements, whose
+    rolled-back writes leave dead rows behind), and per value kept."""
+    from django.conf import settings
     from django.db import connection
 
     from scheduler_admin.history.models import UsageMinutes, UsageQuarters
 
+    values = {
+        UsageMinutes: series * settings.USAGE_MINUTE_RETENTION_HOURS * 60,
+        UsageQuarters: series * 7 * 96,
+    }
     with connection.cursor() as cursor:
-        for model in (UsageMinutes, UsageQuarters):
+        for model, count_values in values.items():
             table = model._meta.db_table
             cursor.execute(
                 f"SELECT count(*), pg_total_relation_size('{table}'), "  # noqa: S608
-                f"pg_relation_size('{table}') FROM {table}"
+                f"pg_relation_size('{table}'), avg(length(slots)) FROM {table}"
             )
-            count, total, heap = cursor.fetchone()
+            count, total, heap, average = cursor.fetchone()
             print(
                 f"{table}: {count:,} rows, {total / 1024**2:,.0f} MiB with indexes "
-                f"({heap / 1024**2:,.0f} MiB of rows, {total / max(count, 1):,.0f} bytes a row)"
+                f"({heap / 1024**2:,.0f} MiB of rows; slots {average:,.0f} bytes a row on "
+                f"average; {total / count_values:,.1f} bytes a value kept)"
             )
 
 

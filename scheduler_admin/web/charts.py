@@ -37,6 +37,8 @@ SPARK_WIDTH, SPARK_HEIGHT = 150, 30
 #: A max more than this many times the usage and guarantee is not drawn to scale (it would flatten
 #: the usage to a line at the bottom); the chart says where it is instead.
 MAX_SCALE_FACTOR = 3
+#: Points drawn at most per chart; more are drawn as the largest of each run (``_drawn``).
+MAX_DRAWN_POINTS = 720
 #: Markers get a visible label when a chart has at most this many, at least this far apart.
 LABELLED_MARKERS = 12
 LABEL_SPACE = 40
@@ -178,8 +180,14 @@ class _Scale:
         share = (moment - self.win.since) / self.win.span
         return round(self.left + min(max(share, 0.0), 1.0) * (self.right - self.left), 1)
 
-    def point_x(self, index: int) -> float:
-        return self.x(self.win.since + self.win.step * index + self.win.step / 2)
+    def point_xs(self, group: int = 1) -> list[float]:
+        """The x of the middle of each run of ``group`` points (points are evenly spaced)."""
+        count = self.win.count
+        width = (self.right - self.left) / count
+        return [
+            round(self.left + (start + min(group, count - start) / 2) * width, 1)
+            for start in range(0, count, group)
+        ]
 
     def y(self, value: int | None) -> float:
         if value is None:
@@ -213,14 +221,31 @@ def _segments(values: Sequence[int | None]) -> list[list[int]]:
     return runs
 
 
+def _drawn(values: Sequence[int | None]) -> tuple[list[int | None], int]:
+    """The values as drawn: at most ``MAX_DRAWN_POINTS``, each the largest of a run of points
+    (so a peak over the max is never smoothed away; None when the whole run is a gap), and how
+    many points each stands for. A chart is some 700 units wide: 1,440 minutes would draw two
+    points a unit."""
+    group = -(-len(values) // MAX_DRAWN_POINTS)
+    if group <= 1:
+        return list(values), 1
+    drawn = []
+    for start in range(0, len(values), group):
+        sampled = [value for value in values[start : start + group] if value is not None]
+        drawn.append(max(sampled) if sampled else None)
+    return drawn, group
+
+
 def _usage_paths(
     values: Sequence[int | None], scale: _Scale
 ) -> tuple[str, str, list[tuple[float, float]]]:
     """The usage as a filled area and a line (one subpath per run of sampled points), and the
     points that stand alone (drawn as dots)."""
+    values, group = _drawn(values)
+    xs = scale.point_xs(group)
     area, line, dots = [], [], []
     for run in _segments(values):
-        points = [(scale.point_x(index), scale.y(values[index])) for index in run]
+        points = [(xs[index], scale.y(values[index])) for index in run]
         if len(points) == 1:
             dots.append(points[0])
             continue

@@ -157,3 +157,19 @@ def test_a_sparkline_scales_to_its_usage_when_the_max_is_far_above() -> None:
     assert chart.limit == ""  # 10,000Gi is not drawn: it would flatten the usage to nothing
     assert chart.level == "above" and "max 9.77Ti" in chart.summary
     assert len(chart.dots) == 1 and chart.line.count("M") == 1  # 10Gi stands alone, then a line
+
+
+def test_a_day_of_minutes_is_drawn_with_its_peaks() -> None:
+    """1,440 minutes are drawn as 720 points, each the larger of two minutes: a one-minute
+    peak over the max stays on the chart."""
+    since = datetime(2026, 1, 1, tzinfo=UTC)
+    win = Window(since=since, until=since + 1440 * MINUTE, step=MINUTE)
+    values: list[int | None] = [10 * GI] * 1440
+    values[777] = 100 * GI
+    values[100:104] = [None] * 4
+    chart = sparkline("s", "memory", win, values, 20 * GI, 50 * GI)
+    ys = [float(y) for y in re.findall(r",([\d.]+)", chart.line)]
+    assert len(ys) == 720 - 2  # two drawn points are the gap
+    assert chart.line.count("M") == 2  # the gap splits the line
+    assert min(ys) < 6 < max(ys) - 20  # the peak reaches near the top
+    assert chart.level == "within"  # the last minute: 10Gi
