@@ -314,6 +314,7 @@ def _measure(context: Any, runs: int) -> Iterator[Row]:
                 f"queue page, {label}, range {name}", figure, "ms", baseline,
                 "the same page without the usage history card (timed in turn)", goal=GOAL_MS,
             )  # fmt: skip
+    yield from _card_rows(context, runs)
     bare = _ms(_get(api, "/api/v1/partitions/bench/"), runs * 2)
     for name in ("1h", "24h", "7d"):
         response = api.get(API.format(path=LEAF), {"range": name})
@@ -333,6 +334,30 @@ def _measure(context: Any, runs: int) -> Iterator[Row]:
         "the dashboard without them (timed in turn)",
     )  # fmt: skip
     yield from _sampler_rows(context, runs)
+
+
+def _card_rows(context: Any, runs: int) -> Iterator[Row]:
+    """The usage history card alone, in the same process without the rest of the page: the
+    series, the charts and the template, for the leaf at each range (what the card adds to the
+    page, without the page's own noise)."""
+    from django.http import QueryDict
+    from django.template.loader import render_to_string
+    from django.utils import timezone
+
+    from scheduler_admin.web.queue_pages.usage_history import usage_history
+
+    partition = context.partition
+    for name in ("1h", "24h", "7d"):
+
+        def card(name: str = name) -> str:
+            found = usage_history(partition, LEAF, QueryDict(f"range={name}"), timezone.now())
+            return render_to_string("web/usage/_history.html", {**found, "partition": partition})
+
+        size = len(card())
+        yield Row(
+            f"  the usage history card alone, leaf, range {name}", _ms(card, runs), "ms",
+            note=f"{size / 1024:,.0f} KiB of HTML",
+        )  # fmt: skip
 
 
 def _sampler_rows(context: Any, runs: int) -> Iterator[Row]:

@@ -630,3 +630,15 @@ def test_recorded_quotas_read_the_same_as_the_snapshots() -> None:
         )
     )
     assert leaf == {1, 2, 3, 5}
+
+
+def test_deleting_a_partition_deletes_its_history() -> None:
+    kept, deleted = make_partition("kept"), make_partition("deleted")
+    for partition in (kept, deleted):
+        push(partition, task(f"{partition.name}-1", "root.team.a", 10))
+        for minute in (0, 16):  # a roll-up too
+            sample_at(partition, T0 + minute * MINUTE)
+    deleted.delete()
+    for model in (UsageMinutes, UsageQuarters, QueueQuota, UsageSampling):
+        assert not model.objects.filter(partition_id=deleted.pk).exists(), model
+        assert model.objects.filter(partition=kept).exists(), model
