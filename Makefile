@@ -45,6 +45,7 @@ bench: $(VENV)/.installed
 	$(PY) -m preemption.bench
 	$(PY) -m scheduler_admin.cluster.bench
 	$(PY) -m scheduler_admin.web.dashboard.bench
+	$(PY) -m scheduler_admin.history.bench
 
 scenarios: $(VENV)/.installed
 	$(PY) -m preemption.scenario ../shared/scenarios tests/scenarios

@@ -52,6 +52,12 @@ BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": 5.0,
         "options": {"expires": 4.0, "queue": WEBHOOK_QUEUE},
     },
+    # Usage history (issue 16): one sample per queue and resource each minute, roll-ups, retention.
+    "sample-usage": {
+        "task": "scheduler_admin.history.tasks.sample_usage",
+        "schedule": 60.0,
+        "options": {"expires": 50.0},
+    },
     "record-worker-heartbeat": {
         "task": "scheduler_admin.system.tasks.record_heartbeat",
         "schedule": 10.0,

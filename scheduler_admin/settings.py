@@ -66,6 +66,8 @@ INSTALLED_APPS = [
     "scheduler_admin.enforcement",
     "scheduler_admin.agents",
     "scheduler_admin.system",
+    # Usage over time (issue 16, usage history)
+    "scheduler_admin.history",
     "scheduler_admin.web",
 ]
 
@@ -387,6 +389,13 @@ EVICTION_WEBHOOK_TASK_BUDGET = env.int("EVICTION_WEBHOOK_TASK_BUDGET", 20, minim
 # database writes of the last answers. (Checked against CELERY_TASK_TIME_LIMIT below.)
 EVICTION_WEBHOOK_SOFT_TIME_LIMIT = EVICTION_WEBHOOK_TASK_BUDGET + EVICTION_WEBHOOK_TIMEOUT + 10
 EVICTION_WEBHOOK_TIME_LIMIT = EVICTION_WEBHOOK_SOFT_TIME_LIMIT + 10
+
+# --- Usage history (issue 16, usage history) -----------------------------------------------------
+# Beat samples usage per queue and resource every minute (scheduler_admin/history/). Minute
+# samples are kept this many hours (the 1 h and 24 h charts read them while they last)...
+USAGE_MINUTE_RETENTION_HOURS = env.int("USAGE_MINUTE_RETENTION_HOURS", 48, minimum=2)
+# ...and their 15-minute averages this many days (the 7 d chart, and windows past the minutes).
+USAGE_ROLLUP_RETENTION_DAYS = env.int("USAGE_ROLLUP_RETENTION_DAYS", 90, minimum=1)
 
 # --- Celery -------------------------------------------------------------------------------------
 # With REDIS_URL set, Redis is the broker. Without it (the embedded default) Celery's SQLAlchemy

@@ -26,4 +26,6 @@ urlpatterns = [
         GrantViewSet.as_view({"get": "retrieve", "delete": "destroy"}),
         name="api-grant-detail",
     ),
+    # Usage history (issue 16, usage history)
+    path("", include("scheduler_admin.history.api.urls")),
 ]

@@ -112,7 +112,7 @@ def test_dashboard_document_has_the_open_rows_cards_and_a_version(partition, vie
     nightly_row = row_html(data["html"]["rows"], NIGHTLY)
     assert f'data-due-at="{timer.due_at.isoformat()}"' in nightly_row and "over max" in nightly_row
     assert set(data["html"]["sections"]) == {
-        "alerts", "over_max", "runs", "revisions", "workers", "agents",
+        "alerts", "over_max", "runs", "revisions", "workers", "agents", "sparklines",
     }  # fmt: skip
     assert 'data-path="root.batch.nightly"' in data["html"]["sections"]["over_max"]
 

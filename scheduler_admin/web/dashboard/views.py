@@ -25,6 +25,7 @@ from scheduler_admin.web.common import (
     selected_partition,
 )
 from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
+from scheduler_admin.web.dashboard.sparklines import top_level_sparklines
 from scheduler_admin.web.dashboard.tree import SEARCH_MAX_LENGTH, QueueTree
 
 
@@ -86,6 +87,8 @@ def _partition_context(
         "match_count": match_count,
         "shown_matches": len(matches),
         **panels(tree, request.user),
+        # Usage over time (issue 16, usage history)
+        **top_level_sparklines(tree),
     }
 
 

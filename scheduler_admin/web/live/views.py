@@ -63,14 +63,17 @@ from scheduler_admin.accounts.permissions import (
     require,
 )
 from scheduler_admin.api.errors import error_body
+from scheduler_admin.history.services import last_sample
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_config
 from scheduler_admin.web.common import View, partition_or_404
 from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
+from scheduler_admin.web.dashboard.sparklines import top_level_sparklines
 from scheduler_admin.web.dashboard.tree import QueueTree
 from scheduler_admin.web.errors import reason_of
 from scheduler_admin.web.queue_pages import tables
 from scheduler_admin.web.queue_pages.status import live_state, timer_status, usage_status
+from scheduler_admin.web.queue_pages.usage_history import history_state, usage_history
 
 #: At most this many opened queues are followed (each brings up to ``CHILDREN_LIMIT`` rows).
 OPEN_LIMIT = 100
@@ -152,9 +155,12 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             {"worker": beat["worker"], "alive": beat["alive"]} for beat in cards["heartbeats"]
         ],
         "agents": [status.state() for status in cards["agents"]],
+        # Usage over time (issue 16): the sparklines follow each new sample (once a minute).
+        "sparklines": last_sample(partition),
     }
 
     def html() -> dict[str, Any]:
+        cards.update(top_level_sparklines(tree))
         return {
             "rows": render_to_string("web/dashboard/_rows.html", {"rows": rows}),
             "sections": _fragments(
@@ -166,6 +172,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
                 revisions="web/dashboard/_revisions.html",
                 workers="web/dashboard/_workers.html",
                 agents="web/dashboard/_agents.html",
+                sparklines="web/usage/_sparklines.html",
             ),
         }
 
@@ -189,7 +196,8 @@ def queue(request: HttpRequest) -> HttpResponse:
         raise Http404(f"Partition {partition.name} has no queue {path}.")
     hierarchy = Hierarchy(config)
     usage = usage_status(partition, hierarchy, queue_config)
-    timer = timer_status(partition, path, timezone.now(), user=request.user)
+    now = timezone.now()
+    timer = timer_status(partition, path, now, user=request.user)
     names = [bar.resource for bar in usage["bars"]]
     page_query = QueryDict(request.GET.get("page_query", ""))
     lists = tables.task_tables(partition, path, page_query, names)
@@ -199,6 +207,8 @@ def queue(request: HttpRequest) -> HttpResponse:
         **live_state(usage, timer),
         "tasks": tables.rows_state(lists["tasks"]),
         "asks": tables.rows_state(lists["asks"]),
+        # Usage over time (issue 16): the charts follow each new sample (once a minute).
+        "history": history_state(partition, page_query),
     }
     context = {
         **usage, **timer, **lists,
@@ -208,12 +218,14 @@ def queue(request: HttpRequest) -> HttpResponse:
     }  # fmt: skip
 
     def html() -> dict[str, Any]:
+        context.update(usage_history(partition, path, page_query, now, request.user))
         return {
             "sections": _fragments(
                 request,
                 context,
                 timer="web/queue_pages/_timer.html",
                 usage="web/queue_pages/_usage.html",
+                history="web/usage/_history.html",
                 tasks="web/queue_pages/_tasks.html",
                 asks="web/queue_pages/_asks.html",
             )

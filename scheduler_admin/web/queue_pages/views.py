@@ -32,12 +32,14 @@ from scheduler_admin.accounts.permissions import CANCEL_TIMER, EDIT_QUEUE, READ,
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
+from scheduler_admin.queues.saved import current_config
 from scheduler_admin.web.common import partition_or_404, queue_url, require, revision_link
 from scheduler_admin.web.queue_pages import effective, tables
 from scheduler_admin.web.queue_pages.forms import PREVIEW, SAVE, QueueEdit
 from scheduler_admin.web.queue_pages.history import describe_queue_changes, queue_history
 from scheduler_admin.web.queue_pages.plans import plan_view
 from scheduler_admin.web.queue_pages.status import pending_timer, timer_status, usage_status
+from scheduler_admin.web.queue_pages.usage_history import usage_history
 
 ASK_LABELS = {
     "id": "Ask", "app": "Application", "queue": "Queue", "priority": "Priority",
@@ -61,7 +63,9 @@ def queue_detail(request: HttpRequest, partition: str, queue: str) -> HttpRespon
         wanted = permissions.PREVIEW if request.POST.get("action") == PREVIEW else EDIT_QUEUE
         require(request.user, wanted, partition, queue)
     part = partition_or_404(partition)
-    config = part.current_config()
+    # The saved config parsed once per revision (queues.saved): building it from the rows costs
+    # 0.35 s at 5,000 queues, on every view of the page.
+    config = current_config(part)
     queue_config = config.queue(queue)
     row = Queue.objects.filter(partition=part, path=queue).first()
     if queue_config is None or row is None:
@@ -190,6 +194,8 @@ def _page(
         **timer_status(partition, path, now, user=request.user),
         "now": now,
         **tables.task_tables(partition, path, request.GET, names),
+        # Usage over time (issue 16, usage history)
+        **usage_history(partition, path, request.GET, now, request.user),
         "history": queue_history(partition, path),
         "history_url": reverse("history") + "?" + urlencode({"partition": partition.name}),
         "simulator_url": reverse("simulator")

@@ -1,0 +1,1 @@
+"""The usage history over REST: one read per queue (``queues/{path}/usage``)."""
