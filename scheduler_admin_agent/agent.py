@@ -25,6 +25,7 @@ from typing import Any
 
 from scheduler_admin_agent import __version__
 from scheduler_admin_agent.evictions import Evictor
+from scheduler_admin_agent.health import HealthServer, Vitals
 from scheduler_admin_agent.kube import ClusterCache, api_client, reflectors
 from scheduler_admin_agent.options import Options
 from scheduler_admin_agent.product import ProductClient
@@ -83,6 +84,17 @@ class Agent:
         self.errors: dict[str, str] = {}
         self._errors_lock = threading.Lock()
         self.config_revision: int | None = None
+        self.vitals = Vitals()
+        self.health = (
+            HealthServer(
+                options.health_listen,
+                self.vitals,
+                listed=lambda: self.cache.ready,
+                last_error=lambda: self.last_error,
+            )
+            if options.health_listen
+            else None
+        )
         self._reflectors = reflectors(self.api, self.cache, self.stop, self._reflector_error)
 
     # --- errors -----------------------------------------------------------------------------
@@ -131,6 +143,9 @@ class Agent:
         if self.webhook is not None:
             self.webhook.start()
             logger.info("receiving eviction orders on port %s", self.webhook.port)
+        if self.health is not None:
+            self.health.start()
+            logger.info("answering /healthz and /readyz on port %s", self.health.port)
         next_beat = next_push = next_evict = 0.0
         interval = self.options.interval
         while not self.stop.is_set():
@@ -145,13 +160,17 @@ class Agent:
                 if self.webhook is None and now >= next_evict:
                     next_evict = now + interval
                     self._step("evictions", self.evictor.run_once)
+            self.vitals.turned()
             self.stop.wait(0.1)
         if self.webhook is not None:
             self.webhook.stop()
+        if self.health is not None:
+            self.health.stop()
         logger.info("agent stopped")
 
     def heartbeat(self) -> None:
         answer = self.product.heartbeat(self.heartbeat_body())
+        self.vitals.heartbeat_answered()
         revision = answer.get("config_revision")
         if revision != self.config_revision:
             self.config_revision = revision

@@ -36,6 +36,7 @@ class Options:
     configmap_key: str = "queues.yaml"
     webhook_listen: str | None = None
     webhook_secret: str | None = None
+    health_listen: str | None = None
     log_level: str = "INFO"
 
 
@@ -97,6 +98,11 @@ def parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         help="HOST:PORT to receive signed eviction orders instead of polling",
     )
     p.add_argument("--webhook-secret-file", default=env("WEBHOOK_SECRET_FILE"))
+    p.add_argument(
+        "--health-listen",
+        default=env("HEALTH_LISTEN"),
+        help="HOST:PORT to answer /healthz (liveness) and /readyz (readiness) for probes",
+    )
     p.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"))
     return p
 
@@ -145,6 +151,10 @@ def parse_options(
                 "(the product's EVICTION_WEBHOOK_SECRET)"
             )
         webhook_secret = _read_secret(args.webhook_secret_file, "--webhook-secret-file")
+    if args.health_listen:
+        _, _, port = args.health_listen.rpartition(":")
+        if not port.isdigit() or not 0 < int(port) < 65536:
+            p.error(f"--health-listen {args.health_listen!r}: expected HOST:PORT")
     return Options(
         api=args.api,
         token=token,
@@ -163,5 +173,6 @@ def parse_options(
         configmap_key=args.configmap_key,
         webhook_listen=args.webhook_listen,
         webhook_secret=webhook_secret,
+        health_listen=args.health_listen,
         log_level=args.log_level.upper(),
     )

@@ -60,7 +60,7 @@ SETTINGS_FILE = PROJECT_DIR / "scheduler_admin" / "settings.py"
 
 APP_SERVICES = ("migrate", "web", "worker", "webhook-worker", "beat")
 LONG_RUNNING_APP_SERVICES = ("web", "worker", "webhook-worker", "beat")
-HEALTHCHECKED_SERVICES = ("postgres", "redis", *LONG_RUNNING_APP_SERVICES)
+HEALTHCHECKED_SERVICES = ("postgres", "redis", *LONG_RUNNING_APP_SERVICES, "agent")
 EXPECTED_COMMANDS = {
     "migrate": "python manage.py migrate --noinput",
     "web": (
@@ -164,6 +164,9 @@ def test_healthchecks_probe_what_they_should(compose: dict[str, Any]) -> None:
     assert "inspect ping -d webhooks@$$HOSTNAME" in probe("webhook-worker")
     # beat: its own heartbeat, which it records every 10 s (the /readyz check "beat" alone).
     assert probe("beat") == "python manage.py readyz --check beat"
+    # agent: its own liveness, where its environment tells it to answer.
+    listen = service(compose, "agent")["environment"]["AGENT_HEALTH_LISTEN"]
+    assert f"http://{listen}/healthz" in probe("agent") and "readyz" not in probe("agent")
 
 
 def test_app_services_share_one_image_and_environment(compose: dict[str, Any]) -> None:
@@ -281,6 +284,8 @@ def test_the_agent_gets_its_own_variables_from_env_and_nothing_else(
     )
     assert all(name.startswith("AGENT_") for name in environment)
     assert environment.pop("AGENT_KUBECONFIG") == CONTAINER_KUBECONFIG
+    # Where the agent answers its healthcheck: inside the container only, fixed like the mount.
+    assert environment.pop("AGENT_HEALTH_LISTEN") == "127.0.0.1:8081"
     from_env = {
         name: value
         for name, value in environment.items()

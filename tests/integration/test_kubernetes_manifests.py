@@ -372,14 +372,20 @@ def test_the_pod_is_locked_down(manifests: list[Manifest]) -> None:
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
 
 
-def test_the_agent_is_neither_probed_nor_preempted(manifests: list[Manifest]) -> None:
-    """No probe: the agent serves nothing, so a probe could only re-check that the process
-    exists (Kubernetes restarts it when it exits) or call the product (restarting a healthy
-    agent whenever the product is down); the product's stale-agent display is the signal.
-    Add a probe here only with a health endpoint or file the agent keeps. And the agent's own
-    pod, a YuniKorn task under the admission controller, must never be one of its victims."""
+def test_the_agent_is_probed_on_its_own_health_and_never_preempted(
+    manifests: list[Manifest],
+) -> None:
+    """Liveness asks the agent's /healthz (its loop turns), readiness its /readyz (cluster
+    listed, product answering), on the port it is told to listen on. And the agent's own pod, a
+    YuniKorn task under the admission controller, must never be one of its victims."""
     container = agent_container(manifests)
-    assert not {"livenessProbe", "readinessProbe", "startupProbe"} & set(container)
+    assert "startupProbe" not in container
+    [port] = container["ports"]
+    assert port == {"name": "health", "containerPort": 8081, "protocol": "TCP"}
+    assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "health"}
+    assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "health"}
+    listen = the(manifests, "ConfigMap", AGENT)["data"]["AGENT_HEALTH_LISTEN"]
+    assert listen.rpartition(":")[2] == str(port["containerPort"])
     template = the(manifests, "Deployment", AGENT)["spec"]["template"]
     assert template["metadata"]["annotations"]["yunikorn.apache.org/allow-preemption"] == "false"
 
@@ -405,6 +411,7 @@ SAMPLE_VALUES = {
     "AGENT_CONFIGMAP_NAME": "sample-configmap",
     "AGENT_CONFIGMAP_KEY": "sample.yaml",
     "AGENT_LOG_LEVEL": "DEBUG",
+    "AGENT_HEALTH_LISTEN": "127.0.0.1:18081",
 }
 #: What the agent cannot start without; a blank one is an error, not a default.
 REQUIRED = {"AGENT_API": "http://base.invalid", "AGENT_PARTITION": "base", "AGENT_TOKEN": "base"}
