@@ -15,15 +15,12 @@ secret is in them (names and ages only).
 
 from __future__ import annotations
 
-import json
-import logging
 import threading
 import time
-from collections.abc import Callable
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable, Mapping
 from typing import Any
 
-logger = logging.getLogger(__name__)
+from scheduler_admin_agent.serving import JsonServer
 
 #: A main loop that has not turned for this long is stuck (a turn is at most a few seconds,
 #: plus a push or an eviction round of up to two minutes' deadline).
@@ -83,7 +80,7 @@ def readiness(
     return alive and cluster_ok and product_ok, checks
 
 
-class HealthServer:
+class HealthServer(JsonServer):
     def __init__(
         self,
         listen: str,
@@ -91,22 +88,15 @@ class HealthServer:
         listed: Callable[[], bool],
         last_error: Callable[[], str],
     ) -> None:
-        host, _, port = listen.rpartition(":")
         self.vitals, self.listed, self.last_error = vitals, listed, last_error
-        address = (host or "0.0.0.0", int(port))  # noqa: S104 - probes come from the kubelet
-        self.server = ThreadingHTTPServer(address, _handler(self))
-        self.thread = threading.Thread(target=self.server.serve_forever, name="health", daemon=True)
+        super().__init__(listen, "health", self._handle, body_max=0)
 
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def _handle(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, dict[str, Any]]:
+        if method != "GET":
+            return 405, {"error": "GET /healthz or /readyz"}
+        return self.answer(path.split("?", 1)[0])
 
     def answer(self, path: str) -> tuple[int, dict[str, Any]]:
         if path == "/healthz":
@@ -117,21 +107,3 @@ class HealthServer:
             return 404, {"error": "GET /healthz or /readyz"}
         status = ("alive" if path == "/healthz" else "ready") if ok else "unhealthy"
         return (200 if ok else 503), {"status": status, "checks": checks}
-
-
-def _handler(owner: HealthServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            status, body = owner.answer(self.path.split("?", 1)[0])
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.send_header("Cache-Control", "no-store")
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: object) -> None:
-            logger.debug("health: " + format, *args)
-
-    return Handler

@@ -19,9 +19,10 @@ import hmac
 import json
 import logging
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Mapping
 
 from scheduler_admin_agent.evictions import Evictor
+from scheduler_admin_agent.serving import JsonServer
 
 logger = logging.getLogger(__name__)
 
@@ -34,30 +35,21 @@ def signature(body: bytes, secret: str) -> str:
     return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
 
 
-class WebhookServer:
+class WebhookServer(JsonServer):
     def __init__(self, listen: str, secret: str, evictor: Evictor, partition: str) -> None:
-        host, _, port = listen.rpartition(":")
         self.secret = secret
         self.evictor = evictor
         self.partition = partition
         # One order at a time: the evictor's bookkeeping is not shared between threads.
         self._lock = threading.Lock()
-        handler = _handler(self)
-        self.server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), handler)  # noqa: S104
-        self.thread = threading.Thread(
-            target=self.server.serve_forever, name="webhook", daemon=True
-        )
+        super().__init__(listen, "webhook", self._serve, body_max=BODY_MAX)
 
-    @property
-    def port(self) -> int:
-        return int(self.server.server_address[1])
-
-    def start(self) -> None:
-        self.thread.start()
-
-    def stop(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+    def _serve(
+        self, method: str, path: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[int, dict]:
+        if method != "POST" or path.rstrip("/") != "/evictions":
+            return 404, {"error": "POST /evictions"}
+        return self.handle(body, headers.get(SIGNATURE_HEADER, ""))
 
     def handle(self, body: bytes, signed: str) -> tuple[int, dict]:
         if not hmac.compare_digest(signature(body, self.secret), signed or ""):
@@ -88,35 +80,3 @@ class WebhookServer:
         if result.done:
             return 200, {"outcome": result.outcome}
         return 503, {"status": result.status, "reason": result.reason}
-
-
-def _handler(owner: WebhookServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # http.server's naming
-            if self.path.rstrip("/") != "/evictions":
-                self._answer(404, {"error": "POST /evictions"})
-                return
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > BODY_MAX:
-                self._answer(413, {"error": "too large"})
-                return
-            body = self.rfile.read(length)
-            try:
-                status, answer = owner.handle(body, self.headers.get(SIGNATURE_HEADER, ""))
-            except Exception as error:  # the product retries; say what failed
-                logger.warning("webhook order failed: %s", error)
-                status, answer = 503, {"error": f"{type(error).__name__}: {error}"}
-            self._answer(status, answer)
-
-        def _answer(self, status: int, body: dict) -> None:
-            data = json.dumps(body).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-        def log_message(self, format: str, *args: object) -> None:
-            logger.debug("webhook: " + format, *args)
-
-    return Handler
