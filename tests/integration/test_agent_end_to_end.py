@@ -173,6 +173,17 @@ def _maybe_json(text: str) -> Any:
         return text
 
 
+def _get_json(port: int, path: str) -> tuple[int, str]:
+    """Status and ``status`` field of a JSON answer on loopback (errors included)."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as response:
+            return response.status, json.load(response)["status"]
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)["status"]
+    except OSError:
+        return 0, "unreachable"
+
+
 def _answers(port: int) -> bool:
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
@@ -256,8 +267,12 @@ def test_a_cluster_of_50_nodes_and_2000_pods_appears_in_one_push(stack: Stack) -
     cluster = fixtures.cluster(nodes=50, pods=2000)
     stack.kube.load(cluster)
     summary = cluster["summary"]
-    stack.agent()
+    health = free_port()
+    stack.agent("--health-listen", f"127.0.0.1:{health}")
     stack.wait(lambda: converged(stack.kube), "the product never held the cluster's tasks", 90)
+    # Its probes: alive, and ready once listed and heard by the product.
+    assert _get_json(health, "/healthz") == (200, "alive")
+    stack.wait(lambda: _get_json(health, "/readyz") == (200, "ready"), "the agent never got ready")
 
     # One push carried all of it: a single state.ingested event with every item.
     [ingest] = AuditEvent.objects.filter(kind=AuditKind.STATE_INGESTED)
