@@ -23,6 +23,14 @@ from preemption import durations, resources
 
 ROOT = "root"
 ASK_POLICIES = ("inter_queue", "priority")
+#: The victim strategies of required-node preemption (SPEC 4.3), in the order tried by default.
+VICTIM_STRATEGIES = ("single", "multiple")
+#: Upper bounds of the engine tunables kept as partition settings (mirrored by
+#: ``scheduler_admin.limits``): a ``deviation_percent`` of 1,000 already accepts a victim 11
+#: times the ask, and ``max_victims`` is a count of tasks on one node, so larger values only
+#: hide a typo.
+MAX_DEVIATION_PERCENT = 1000
+MAX_VICTIMS_LIMIT = 10_000
 PREEMPTION_POLICIES = ("default", "fence", "disabled")
 
 PROPERTY_POLICY = "preemption.policy"
@@ -121,6 +129,12 @@ class PartitionSettings:
 
     ``preemption_enabled`` mirrors YuniKorn's ``preemption.enabled`` and is kept for export;
     ``extra`` holds YuniKorn partition keys the product does not act on, kept verbatim.
+
+    ``victim_strategy``, ``deviation_percent``, ``max_victims`` (required-node preemption, SPEC
+    4.3) and ``soft_eviction`` (job preemption, SPEC 4.5) are the engine's options as the live
+    loop plans with them (``Options.of``). Like ``miss_percent`` they are the product's own:
+    they travel in the JSON form of the config, never in ``queues.yaml``. A snapshot saved
+    before they existed reads as their defaults.
     """
 
     name: str
@@ -130,6 +144,10 @@ class PartitionSettings:
     default_preemption_delay: int = 30
     daemonset_preemption_delay: int = 0
     ask_policy: str = "inter_queue"
+    victim_strategy: tuple[str, ...] = VICTIM_STRATEGIES
+    deviation_percent: int = 10
+    max_victims: int = 5
+    soft_eviction: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
@@ -141,6 +159,10 @@ class PartitionSettings:
             "default_preemption_delay": self.default_preemption_delay,
             "daemonset_preemption_delay": self.daemonset_preemption_delay,
             "ask_policy": self.ask_policy,
+            "victim_strategy": list(self.victim_strategy),
+            "deviation_percent": self.deviation_percent,
+            "max_victims": self.max_victims,
+            "soft_eviction": self.soft_eviction,
             "extra": dict(self.extra),
         }
 
@@ -154,8 +176,18 @@ class PartitionSettings:
             default_preemption_delay=data.get("default_preemption_delay", 30),
             daemonset_preemption_delay=data.get("daemonset_preemption_delay", 0),
             ask_policy=data.get("ask_policy", "inter_queue"),
+            victim_strategy=_strategy_tuple(data.get("victim_strategy", VICTIM_STRATEGIES)),
+            deviation_percent=data.get("deviation_percent", 10),
+            max_victims=data.get("max_victims", 5),
+            soft_eviction=data.get("soft_eviction", False),
             extra=dict(data.get("extra", {})),
         )
+
+
+def _strategy_tuple(value: Any) -> Any:
+    """A list of strategies as the tuple the settings hold; anything else as it is, for the
+    validator to name (``hierarchy.validate``)."""
+    return tuple(value) if isinstance(value, list | tuple) else value
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ from preemption import resources
 from preemption.config import (
     ASK_POLICIES,
     DURATION_PROPERTIES,
+    MAX_DEVIATION_PERCENT,
+    MAX_VICTIMS_LIMIT,
     PREEMPTION_POLICIES,
     PROPERTY_DELAY,
     PROPERTY_MAX_LENGTH,
@@ -27,6 +29,7 @@ from preemption.config import (
     QUEUE_PATH_MAX_LENGTH,
     RESOURCE_NAME_MAX_LENGTH,
     ROOT,
+    VICTIM_STRATEGIES,
     PartitionConfig,
     PartitionSettings,
     QueueConfig,
@@ -605,10 +608,51 @@ def _settings_errors(settings: PartitionSettings) -> list[ConfigError]:
             )
     if settings.ask_policy not in ASK_POLICIES:
         errors.append(ConfigError(None, "ask_policy", f"must be one of {', '.join(ASK_POLICIES)}"))
-    for key in ("preemption_enabled", "quota_preemption_enabled"):
+    for key in ("preemption_enabled", "quota_preemption_enabled", "soft_eviction"):
         if not isinstance(getattr(settings, key), bool):
             errors.append(ConfigError(None, key, "must be true or false"))
+    errors.extend(_option_errors(settings))
     errors.extend(_extra_errors(None, settings.extra))
+    return errors
+
+
+def _option_errors(settings: PartitionSettings) -> list[ConfigError]:
+    """The engine tunables kept as settings (SPEC 4.3): a non-empty list of distinct
+    strategies, and counts in their ranges."""
+    errors: list[ConfigError] = []
+    strategies = settings.victim_strategy
+    if not isinstance(strategies, tuple) or not strategies:
+        errors.append(
+            ConfigError(
+                None,
+                "victim_strategy",
+                f"must be a non-empty list of {', '.join(VICTIM_STRATEGIES)}",
+            )
+        )
+    else:
+        for i, strategy in enumerate(strategies):
+            if strategy not in VICTIM_STRATEGIES:
+                errors.append(
+                    ConfigError(
+                        None,
+                        f"victim_strategy[{i}]",
+                        f"must be one of {', '.join(VICTIM_STRATEGIES)}",
+                    )
+                )
+        if len(set(map(repr, strategies))) != len(strategies):
+            errors.append(ConfigError(None, "victim_strategy", "lists a strategy twice"))
+    if not _is_int(settings.deviation_percent) or not (
+        0 <= settings.deviation_percent <= MAX_DEVIATION_PERCENT
+    ):
+        errors.append(
+            ConfigError(
+                None, "deviation_percent", f"must be an integer from 0 to {MAX_DEVIATION_PERCENT}"
+            )
+        )
+    if not _is_int(settings.max_victims) or not 1 <= settings.max_victims <= MAX_VICTIMS_LIMIT:
+        errors.append(
+            ConfigError(None, "max_victims", f"must be an integer from 1 to {MAX_VICTIMS_LIMIT}")
+        )
     return errors
 
 

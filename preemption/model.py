@@ -158,12 +158,23 @@ class Budget:
 
 @dataclass(frozen=True)
 class Options:
-    """Tunables of the policies; the defaults are the product's."""
+    """Tunables of the policies; the defaults are the product's. The live loop plans with a
+    partition's own (``Options.of(settings)``), which admins set as partition settings."""
 
     victim_strategy: tuple[str, ...] = ("single", "multiple")
     deviation_percent: int = 10
     max_victims: int = 5
     soft_eviction: bool = False
+
+    @classmethod
+    def of(cls, settings: PartitionSettings) -> Options:
+        """The options a partition's settings give."""
+        return cls(
+            victim_strategy=tuple(settings.victim_strategy),
+            deviation_percent=settings.deviation_percent,
+            max_victims=settings.max_victims,
+            soft_eviction=settings.soft_eviction,
+        )
 
 
 class QueueUsage(NamedTuple):

@@ -56,8 +56,9 @@ DURATION_MAX_SECONDS = POSITIVE_INT_MAX
 #: ``preemption.config.DOCUMENT_MAX_DEPTH``.
 DOCUMENT_MAX_DEPTH = 64
 
-#: What-if tunables of the simulate API and the simulator page (not stored; kept within what a
-#: plan can use).
+#: The engine tunables: partition settings, and what-if values of the simulate API and the
+#: simulator page (kept within what a plan can use). Mirrored by
+#: ``preemption.config.MAX_DEVIATION_PERCENT`` and ``MAX_VICTIMS_LIMIT``.
 DEVIATION_PERCENT_MAX = 1000
 MAX_VICTIMS_MAX = 10_000
 

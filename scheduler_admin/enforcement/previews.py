@@ -115,20 +115,23 @@ def preview_change(
 
 
 def simulation_options(
+    partition: Partition,
     *,
     victim_strategy: Sequence[str] | None = None,
     deviation_percent: int | None = None,
     max_victims: int | None = None,
 ) -> Options:
     """The engine's options for a what-if plan (API and simulator page): a tunable left out
-    keeps the default the live loop plans with."""
-    defaults = Options()
+    keeps the partition's own, which the live loop plans with (``soft_eviction`` changes how
+    victims are evicted, not the plan, so it is always the partition's)."""
+    defaults = Options.of(partition.settings_config())
     return Options(
         victim_strategy=tuple(victim_strategy) if victim_strategy else defaults.victim_strategy,
         deviation_percent=defaults.deviation_percent
         if deviation_percent is None
         else deviation_percent,
         max_victims=defaults.max_victims if max_victims is None else max_victims,
+        soft_eviction=defaults.soft_eviction,
     )
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from django.db import connection
 
 from preemption.explain import CandidateRecord, explain, subject_facts
-from preemption.model import ClusterState, Plan
+from preemption.model import ClusterState, Options, Plan
 from scheduler_admin.enforcement.models import PreemptionRun, RunCandidate
 
 #: Rows per INSERT where COPY is not available.
@@ -46,8 +46,12 @@ class Described:
     subject: dict[str, Any]
 
     @classmethod
-    def of(cls, state: ClusterState, plan: Plan, subject: str) -> Described:
-        return cls(explain(state, plan, subject), subject_facts(state, plan, subject))
+    def of(
+        cls, state: ClusterState, plan: Plan, subject: str, options: Options | None = None
+    ) -> Described:
+        """``options``: those the plan was made with (the explanation of a required-node
+        plan depends on them); the defaults when None."""
+        return cls(explain(state, plan, subject, options), subject_facts(state, plan, subject))
 
 
 def candidate_values(

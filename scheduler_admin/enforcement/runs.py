@@ -425,6 +425,7 @@ def _sweep_partition_asks(partition: Partition, now: datetime) -> list[int]:
     blocked = _asks_waiting_for_victims(partition)
     active = active_run_queues(partition)
     state = load_cluster_state(partition, running_runs=active)
+    options = Options.of(state.settings)  # the partition's own tunables (SPEC 4.3, 4.5)
     created, seen_jobs = [], set()
     for ask_id, job in waiting:
         if ask_id in blocked or (job and job in blocked):
@@ -436,13 +437,13 @@ def _sweep_partition_asks(partition: Partition, now: datetime) -> list[int]:
         ask = state.asks_by_id.get(ask_id)
         if ask is None or ask.queue in active:
             continue
-        plan = plan_ask(state, ask_id, now, Options())
+        plan = plan_ask(state, ask_id, now, options)
         if plan.outcome == Outcome.NOT_TRIGGERED:
             continue
         if plan.outcome == Outcome.DOES_NOT_HELP:
             _retry_later(partition, state, ask, now)
             continue
-        run = _start_ask_run(partition, state, ask, plan, now)
+        run = _start_ask_run(partition, state, ask, plan, now, options)
         if run is not None:
             created.append(run.pk)
             active.add(ask.queue)
@@ -476,13 +477,14 @@ def _start_ask_run(
     ask: engine.Ask,
     plan: Plan,
     now: datetime,
+    options: Options,
 ) -> PreemptionRun | None:
-    """Create a run whose victims are already chosen (the sweep's plan, made on ``state``, is
-    the first step), described before the run-creation lock is taken."""
-    trigger, trigger_id = (
-        ("job", ask.job) if plan.policy == engine.PolicyName.JOB else ("ask", ask.id)
-    )
-    described = Described.of(state, plan, trigger_id or ask.id)
+    """Create a run whose victims are already chosen (the sweep's plan, made on ``state`` with
+    ``options``, is the first step), described before the run-creation lock is taken. A job
+    run of a partition with ``soft_eviction`` orders its victims softly (SPEC 4.5)."""
+    is_job = plan.policy == engine.PolicyName.JOB
+    trigger, trigger_id = ("job", ask.job) if is_job else ("ask", ask.id)
+    described = Described.of(state, plan, trigger_id or ask.id, options)
     try:
         with transaction.atomic():
             _lock_run_creation(partition)
@@ -498,6 +500,7 @@ def _start_ask_run(
                 trigger=trigger,
                 trigger_id=trigger_id,
                 created_at=now,
+                soft_eviction=is_job and options.soft_eviction,
             )
             _store_plan(run, plan, described)
             _reserve_nodes(partition, ask, plan)
@@ -908,6 +911,7 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
                     victim_id=pk,
                     allocation_id=by_pk[pk].allocation_id,
                     node_name=by_pk[pk].node_name,
+                    soft=run.soft_eviction,
                     created_at=now,
                     next_attempt_at=now,
                 )
@@ -932,6 +936,7 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
             external_id__in=[victim.allocation_id for victim in created],
             state=AllocationState.RUNNING,
         ).update(state=AllocationState.PREEMPTING, state_changed_at=now)
+        order_kind = "soft eviction order" if run.soft_eviction else "eviction order"
         record_events(
             [
                 new_event(
@@ -943,7 +948,7 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
                     object_type="allocation",
                     object_id=victim.allocation_id,
                     summary=f"Run {run.pk} preempted {victim.allocation_id} on "
-                    f"{victim.node_name} (eviction order {orders[victim.pk]})",
+                    f"{victim.node_name} ({order_kind} {orders[victim.pk]})",
                     data={
                         "run": run.pk,
                         "allocation": victim.allocation_id,
@@ -951,6 +956,7 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
                         "position": victim.position,
                         "resources": victim.resources,
                         "fence_token": token,
+                        **({"soft": True} if run.soft_eviction else {}),
                     },
                 )
                 for victim in created

@@ -13,12 +13,18 @@ from django.conf import settings
 from django.db import connection, models
 from django.db.models.expressions import RawSQL
 
-from preemption.config import PartitionConfig, PartitionSettings, QueueConfig
+from preemption.config import VICTIM_STRATEGIES, PartitionConfig, PartitionSettings, QueueConfig
 
 
 class AskPolicy(models.TextChoices):
     INTER_QUEUE = "inter_queue", "Inter-queue (seven laws)"
     PRIORITY = "priority", "Kubernetes priority"
+
+
+def default_victim_strategy() -> list[str]:
+    """The default order of required-node victim strategies (a callable: a list default
+    must not be shared between rows)."""
+    return list(VICTIM_STRATEGIES)
 
 
 class Partition(models.Model):
@@ -38,6 +44,11 @@ class Partition(models.Model):
     ask_policy = models.CharField(
         max_length=20, choices=AskPolicy.choices, default=AskPolicy.INTER_QUEUE
     )
+    #: Engine options the live loop plans with (SPEC 4.3, 4.5; ``preemption.model.Options``).
+    victim_strategy = models.JSONField(default=default_victim_strategy)
+    deviation_percent = models.PositiveIntegerField(default=10)
+    max_victims = models.PositiveIntegerField(default=5)
+    soft_eviction = models.BooleanField(default=False)
     extra = models.JSONField(default=dict, blank=True)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -63,6 +74,10 @@ class Partition(models.Model):
             default_preemption_delay=self.default_preemption_delay,
             daemonset_preemption_delay=self.daemonset_preemption_delay,
             ask_policy=self.ask_policy,
+            victim_strategy=tuple(self.victim_strategy),
+            deviation_percent=self.deviation_percent,
+            max_victims=self.max_victims,
+            soft_eviction=self.soft_eviction,
             extra=self.extra,
         )
 

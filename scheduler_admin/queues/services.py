@@ -84,6 +84,10 @@ PRODUCT_SETTINGS = (
     "default_preemption_delay",
     "daemonset_preemption_delay",
     "ask_policy",
+    "victim_strategy",
+    "deviation_percent",
+    "max_victims",
+    "soft_eviction",
 )
 
 _KIND_EVENTS = {
@@ -311,6 +315,8 @@ def update_partition_settings(
 ) -> SaveResult:
     """Change some partition settings (``PartitionSettings`` fields), keeping the queues and
     every other setting as saved at the moment of writing."""
+    if "victim_strategy" in settings:
+        settings["victim_strategy"] = tuple(settings["victim_strategy"])
     return edit_partition_config(
         partition_name,
         lambda current: replace(current, settings=replace(current.settings, **settings)),
@@ -521,9 +527,13 @@ def _apply_settings(partition: Partition, settings: PartitionSettings, *, bump: 
         "default_preemption_delay",
         "daemonset_preemption_delay",
         "ask_policy",
+        "deviation_percent",
+        "max_victims",
+        "soft_eviction",
         "extra",
     ):
         setattr(partition, key, getattr(settings, key))
+    partition.victim_strategy = list(settings.victim_strategy)
     if bump:
         partition.version += 1
     partition.save()

@@ -16,4 +16,5 @@ urlpatterns = [
     path("", include("scheduler_admin.web.users.urls")),
     path("", include("scheduler_admin.web.live.urls")),
     path("", include("scheduler_admin.web.glossary.urls")),
+    path("", include("scheduler_admin.web.partition_settings.urls")),
 ]

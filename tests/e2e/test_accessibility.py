@@ -24,6 +24,7 @@ PAGES = [
     "/simulator/?partition=default",
     "/users/",
     "/glossary/",
+    "/partitions/default/settings/",
 ]
 
 # For every visible form control: does it have an accessible name (a <label for>, a wrapping

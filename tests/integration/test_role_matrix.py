@@ -42,6 +42,7 @@ from scheduler_admin.cluster.models import Node
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
 from scheduler_admin.web.common import queue_url
+from scheduler_admin.web.partition_settings.forms import PartitionSettingsForm
 from tests.integration.test_web_queue_page import edit_body
 from tests.support.tenants import (
     CALLERS,
@@ -355,6 +356,14 @@ def _simulation(place: str) -> str:
     })  # fmt: skip
 
 
+def _settings_body() -> dict[str, Any]:
+    """The partition settings form as saved, with a higher miss tolerance."""
+    partition = Partition.objects.get(name="default")
+    body = PartitionSettingsForm.initial_for(partition.settings_config(), partition.version)
+    body = {key: value for key, value in body.items() if value is not False}  # unticked boxes
+    return {**body, "miss_percent": 7, "comment": "more tolerance"}
+
+
 def _target_pk() -> int:
     return get_user_model().objects.get(username="target").pk
 
@@ -384,6 +393,11 @@ CONSOLE_FORMS: dict[str, list[Form]] = {
         Form(ADMIN_WHOLE, 200, WHOLE, lambda t, p: _form("POST", "/history/import/", {
             "text": TENANTS_CONFIG.replace("memory: 400G", "memory: 300G", 1),
             "comment": "import", "action": "preview"})),
+    ],
+    "partition-settings": [
+        Form(SIGNED_IN, 200, WHOLE, lambda t, p: _form("GET", "/partitions/default/settings/")),
+        Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form(
+            "POST", "/partitions/default/settings/", _settings_body())),
     ],
     "users": [Form(ADMIN_WHOLE, 200, WHOLE, lambda t, p: _form("GET", "/users/"))],
     "users-create": [

@@ -140,6 +140,7 @@ def console_pages(run: PreemptionRun) -> list[str]:
         "/fences/",
         "/fences/?partition=default&queue=root.prod.web",
         "/users/",
+        "/partitions/default/settings/",
         *[
             f"/timers/{pk}/cancel/"
             for pk in QuotaTimer.objects.filter(status="pending").values_list("pk", flat=True)

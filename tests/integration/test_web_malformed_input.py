@@ -23,6 +23,7 @@ from scheduler_admin.enforcement.models import QuotaTimer
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Queue
 from scheduler_admin.web.common import queue_url
+from scheduler_admin.web.partition_settings.forms import PartitionSettingsForm
 from tests.api.test_malformed_input import TOO_BIG, snapshot, yaml_with
 from tests.support.console import NIGHTLY, import_demo, nightly_tasks, signed_in_client
 
@@ -78,13 +79,54 @@ def edit_form(read: int, **overrides: str) -> dict[str, str]:
     return body
 
 
+def settings_form(partition: Any, **overrides: str) -> dict[str, str]:
+    """The partition settings form as saved (boxes ticked as saved), with ``overrides``."""
+    initial = PartitionSettingsForm.initial_for(partition.settings_config(), partition.version)
+    body = {key: str(value) for key, value in initial.items() if value is not False}
+    return {**body, "comment": "malformed", **overrides}
+
+
 def pages(ctx: dict[str, Any]) -> list[Page]:
     queue = queue_url("default", NIGHTLY)
     form = lambda **changes: edit_form(ctx["queue_version"], **changes)  # noqa: E731
     version = ctx["partition"].version
     revert = "/history/default/1/revert/"
     imports = "/history/import/"
+    settings_page = "/partitions/default/settings/"
+    settings_body = lambda **changes: settings_form(ctx["partition"], **changes)  # noqa: E731
     return [
+        Page("settings: partition NUL", "GET", "/partitions/%00/settings/", status={404}),
+        Page("settings: version superscript", "POST", settings_page,
+             settings_body(version="²"), status={200}, says="Enter a whole number"),
+        Page("settings: version 10^30", "POST", settings_page, settings_body(version=str(HUGE)),
+             status={200}),
+        Page("settings: delay 2^31", "POST", settings_page,
+             settings_body(default_preemption_delay=str(TOO_BIG)), status={200}),
+        Page("settings: delay 1.5s", "POST", settings_page,
+             settings_body(daemonset_preemption_delay="1.5s"), status={200},
+             says="whole seconds"),
+        Page("settings: delay NUL", "POST", settings_page,
+             settings_body(default_preemption_delay="30s\x00"), status={200}),
+        Page("settings: delay 10^30 characters", "POST", settings_page,
+             settings_body(default_preemption_delay="9" * 100), status={200},
+             says="at most 40 characters"),
+        Page("settings: deviation 10^30", "POST", settings_page,
+             settings_body(deviation_percent=str(HUGE)), status={200},
+             says="less than or equal to 1000"),
+        Page("settings: max victims 0", "POST", settings_page, settings_body(max_victims="0"),
+             status={200}, says="greater than or equal to 1"),
+        Page("settings: strategy unknown", "POST", settings_page,
+             settings_body(victim_strategy="single,single"), status={200},
+             says="Select a valid choice"),
+        Page("settings: ask policy NUL", "POST", settings_page,
+             settings_body(ask_policy="priority\x00"), status={200},
+             says="Select a valid choice"),
+        Page("settings: comment NUL", "POST", settings_page, settings_body(comment="a\x00b"),
+             status={200}, says="Null characters are not allowed"),
+        Page("settings: comment blank", "POST", settings_page, settings_body(comment="  "),
+             status={200}, says="comment is required"),
+        Page("settings: by an operator", "POST", settings_page, settings_body(miss_percent="5"),
+             role="operator", status={403}),
         Page("cancel timer: id 10^30", "POST", f"/timers/{HUGE}/cancel/", role="operator",
              status={404}),
         Page("cancel timer: comment NUL", "POST", f"/timers/{ctx['timer']}/cancel/",

@@ -46,11 +46,20 @@ class NotLoadable(Exception):
 
 
 def scenario_config(scenario: Scenario, *, ask_policy: str | None = None) -> PartitionConfig:
-    """The scenario's partition config, with ``ask_policy`` replaced when one is given."""
+    """The scenario's partition config, with ``ask_policy`` replaced when one is given and the
+    scenario's engine options as the partition's settings (which the live loop plans with)."""
     config = scenario.state.config
+    options = scenario.options
+    settings = replace(
+        config.settings,
+        victim_strategy=tuple(options.victim_strategy),
+        deviation_percent=options.deviation_percent,
+        max_victims=options.max_victims,
+        soft_eviction=options.soft_eviction,
+    )
     if ask_policy is not None:
-        config = replace(config, settings=replace(config.settings, ask_policy=ask_policy))
-    return config
+        settings = replace(settings, ask_policy=ask_policy)
+    return replace(config, settings=settings)
 
 
 def quantities(amounts: dict[str, int] | Any) -> dict[str, str]:

@@ -37,6 +37,10 @@ def sample() -> PartitionConfig:
         default_preemption_delay=60,
         daemonset_preemption_delay=10,
         ask_policy="priority",
+        victim_strategy=("multiple",),
+        deviation_percent=25,
+        max_victims=3,
+        soft_eviction=True,
         extra={"placementrules": [{"name": "provided", "create": False}]},
     )
 
@@ -64,6 +68,10 @@ def test_snapshot_layout() -> None:
         "default_preemption_delay": 60,
         "daemonset_preemption_delay": 10,
         "ask_policy": "priority",
+        "victim_strategy": ["multiple"],
+        "deviation_percent": 25,
+        "max_victims": 3,
+        "soft_eviction": True,
         "extra": {"placementrules": [{"name": "provided", "create": False}]},
     }
     assert [item["path"] for item in snapshot["queues"]] == [
@@ -105,6 +113,9 @@ def test_minimal_snapshot_gets_the_defaults() -> None:
     assert loaded.settings.daemonset_preemption_delay == 0
     assert loaded.settings.ask_policy == "inter_queue"
     assert loaded.settings.quota_preemption_enabled is False
+    assert loaded.settings.victim_strategy == ("single", "multiple")
+    assert (loaded.settings.deviation_percent, loaded.settings.max_victims) == (10, 5)
+    assert loaded.settings.soft_eviction is False
     assert loaded.queues == (QueueConfig(path="root", parent=None, name="root"),)
 
 

@@ -15,6 +15,8 @@ def test_the_engine_mirrors_the_column_limits() -> None:
     assert engine_config.PROPERTY_MAX_LENGTH == limits.PROPERTY_MAX_LENGTH
     assert engine_config.RESOURCE_NAME_MAX_LENGTH == limits.RESOURCE_NAME_MAX_LENGTH
     assert engine_config.DOCUMENT_MAX_DEPTH == limits.DOCUMENT_MAX_DEPTH
+    assert engine_config.MAX_DEVIATION_PERCENT == limits.DEVIATION_PERCENT_MAX
+    assert engine_config.MAX_VICTIMS_LIMIT == limits.MAX_VICTIMS_MAX <= limits.POSITIVE_INT_MAX
     assert durations.MAX_DURATION == limits.DURATION_MAX_SECONDS == limits.POSITIVE_INT_MAX
 
 

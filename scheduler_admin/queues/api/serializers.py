@@ -19,6 +19,9 @@ from rest_framework import serializers
 from preemption import resources
 from preemption.config import (
     ASK_POLICIES,
+    MAX_DEVIATION_PERCENT,
+    MAX_VICTIMS_LIMIT,
+    VICTIM_STRATEGIES,
     PartitionConfig,
     PartitionSettings,
     QueueConfig,
@@ -207,6 +210,55 @@ class RevertUnchangedSerializer(serializers.Serializer):
     changed = serializers.BooleanField()
 
 
+class VictimStrategyField(serializers.ListField):
+    """The required-node victim strategies in the order tried (SPEC 4.3): a non-empty list of
+    distinct ``single`` / ``multiple``."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault(
+            "help_text",
+            "Required-node (DaemonSet) preemption: the victim strategies in the order tried, "
+            "a non-empty list of distinct 'single' and 'multiple'.",
+        )
+        super().__init__(
+            child=serializers.ChoiceField(choices=VICTIM_STRATEGIES),
+            min_length=1,
+            max_length=len(VICTIM_STRATEGIES),
+            **kwargs,
+        )
+
+    def to_internal_value(self, data: Any) -> list[str]:
+        value = super().to_internal_value(data)
+        if len(set(value)) != len(value):
+            raise serializers.ValidationError("lists a strategy twice")
+        return value
+
+
+def deviation_percent_field(**kwargs: Any) -> serializers.IntegerField:
+    return serializers.IntegerField(
+        min_value=0,
+        max_value=MAX_DEVIATION_PERCENT,
+        help_text="Required-node preemption, strategy 'single': the largest deviation of a "
+        "victim from the ask, in percent.",
+        **kwargs,
+    )
+
+
+def max_victims_field(**kwargs: Any) -> serializers.IntegerField:
+    return serializers.IntegerField(
+        min_value=1,
+        max_value=MAX_VICTIMS_LIMIT,
+        help_text="Required-node preemption, strategy 'multiple': the most victims on the node.",
+        **kwargs,
+    )
+
+
+SOFT_EVICTION_HELP = (
+    "Job (gang) preemption: victims get soft eviction orders (the pod is labelled as preempted "
+    "and its owner deletes it) instead of Kubernetes evictions."
+)
+
+
 class PartitionSerializer(serializers.ModelSerializer):
     default_preemption_delay = DurationField()
     daemonset_preemption_delay = DurationField()
@@ -216,7 +268,8 @@ class PartitionSerializer(serializers.ModelSerializer):
         model = Partition
         fields = [
             "name", "preemption_enabled", "quota_preemption_enabled", "miss_percent",
-            "default_preemption_delay", "daemonset_preemption_delay", "ask_policy", "version",
+            "default_preemption_delay", "daemonset_preemption_delay", "ask_policy",
+            "victim_strategy", "deviation_percent", "max_victims", "soft_eviction", "version",
             "queue_count", "updated_at",
         ]  # fmt: skip
         read_only_fields = ["name", "version", "queue_count", "updated_at"]
@@ -229,6 +282,10 @@ class PartitionPatchSerializer(StrictSerializer):
     default_preemption_delay = DurationField(required=False)
     daemonset_preemption_delay = DurationField(required=False)
     ask_policy = serializers.ChoiceField(choices=ASK_POLICIES, required=False)
+    victim_strategy = VictimStrategyField(required=False)
+    deviation_percent = deviation_percent_field(required=False)
+    max_victims = max_victims_field(required=False)
+    soft_eviction = serializers.BooleanField(required=False, help_text=SOFT_EVICTION_HELP)
     version = version_field(help_text="The partition version you read (optional: without it "
                                       "the change is not checked for staleness).")  # fmt: skip
     comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
@@ -354,6 +411,10 @@ class ConfigSettingsSerializer(StrictSerializer):
     default_preemption_delay = DurationField(default=30)
     daemonset_preemption_delay = DurationField(default=0)
     ask_policy = serializers.ChoiceField(choices=ASK_POLICIES, default="inter_queue")
+    victim_strategy = VictimStrategyField(default=list(VICTIM_STRATEGIES))
+    deviation_percent = deviation_percent_field(default=10)
+    max_victims = max_victims_field(default=5)
+    soft_eviction = serializers.BooleanField(default=False, help_text=SOFT_EVICTION_HELP)
     extra = PartitionKeptKeysField(required=False, default=dict)
 
 
@@ -395,6 +456,7 @@ class ConfigSerializer(StrictSerializer):
             raise serializers.ValidationError(
                 {"partition": {"name": [f"the URL names partition {name!r}"]}}
             )
+        given["victim_strategy"] = tuple(given["victim_strategy"])
         settings = PartitionSettings(name=name, **given)
         queues = []
         for item in data["queues"]:
@@ -433,6 +495,10 @@ def config_to_json(config: PartitionConfig, version: int) -> dict[str, Any]:
             "default_preemption_delay": format_duration(settings.default_preemption_delay),
             "daemonset_preemption_delay": format_duration(settings.daemonset_preemption_delay),
             "ask_policy": settings.ask_policy,
+            "victim_strategy": list(settings.victim_strategy),
+            "deviation_percent": settings.deviation_percent,
+            "max_victims": settings.max_victims,
+            "soft_eviction": settings.soft_eviction,
             "extra": dict(settings.extra),
         },
         "queues": [
@@ -486,15 +552,11 @@ class SimulateSerializer(StrictSerializer):
     max = ResourcesField(required=False)
     ask = serializers.CharField(required=False, max_length=limits.CLUSTER_ID_MAX_LENGTH)
     job = serializers.CharField(required=False, max_length=limits.CLUSTER_ID_MAX_LENGTH)
-    victim_strategy = serializers.ListField(
-        child=serializers.ChoiceField(choices=["single", "multiple"]), required=False
+    victim_strategy = VictimStrategyField(
+        required=False, help_text="As the partition setting; the partition's own when left out."
     )
-    deviation_percent = serializers.IntegerField(
-        required=False, min_value=0, max_value=limits.DEVIATION_PERCENT_MAX
-    )
-    max_victims = serializers.IntegerField(
-        required=False, min_value=1, max_value=limits.MAX_VICTIMS_MAX
-    )
+    deviation_percent = deviation_percent_field(required=False)
+    max_victims = max_victims_field(required=False)
     state = serializers.DictField(
         required=False,
         help_text=(

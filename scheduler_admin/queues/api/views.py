@@ -742,6 +742,7 @@ class SimulateView(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         options = simulation_options(
+            obj,
             victim_strategy=data.get("victim_strategy"),
             deviation_percent=data.get("deviation_percent"),
             max_victims=data.get("max_victims"),

@@ -32,7 +32,8 @@ POLICIES = [
     ("job", "Job: plan a gang job"),
 ]
 STRATEGIES = [
-    ("single,multiple", "single, then multiple (default)"),
+    ("single,multiple", "single, then multiple"),
+    ("multiple,single", "multiple, then single"),
     ("single", "single only"),
     ("multiple", "multiple only"),
 ]
@@ -76,6 +77,18 @@ class SimulatorForm(forms.Form):
         queue of the partition, and the lists would name other tenants' asks)."""
         super().__init__(*args, **kwargs)
         self.partition = partition
+        # Left empty, a tunable is the partition's own (what the live loop plans with).
+        own = partition.settings_config()
+        self.fields["victim_strategy"].choices = [
+            ("", f"the partition's ({', '.join(own.victim_strategy)})"),
+            *STRATEGIES,
+        ]
+        self.fields["deviation_percent"].widget.attrs["placeholder"] = (
+            f"the partition's: {own.deviation_percent}"
+        )
+        self.fields["max_victims"].widget.attrs["placeholder"] = (
+            f"the partition's: {own.max_victims}"
+        )
         paths = [q.path for q in partition.current_config().queues if q.parent is not None]
         if user is not None:
             paths = [p for p in paths if can(user, SIMULATE, partition, p)]
@@ -122,9 +135,10 @@ class SimulatorForm(forms.Form):
         return data
 
     def options(self) -> Options:
-        """The engine's options, the defaults where the form leaves a tunable empty."""
+        """The engine's options, the partition's own where the form leaves a tunable empty."""
         strategy = self.cleaned_data.get("victim_strategy")
         return simulation_options(
+            self.partition,
             victim_strategy=strategy.split(",") if strategy else None,
             deviation_percent=self.cleaned_data.get("deviation_percent"),
             max_victims=self.cleaned_data.get("max_victims"),

@@ -1,0 +1,161 @@
+"""The partition settings form: the product's settings and YuniKorn's two preemption switches,
+as ``PATCH partitions/{p}/`` takes them, plus the version read and a change comment."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from django import forms
+
+from preemption.config import PartitionSettings
+from preemption.durations import DurationError, format_duration, parse_duration
+from scheduler_admin import limits
+from scheduler_admin.queues.models import AskPolicy
+
+#: Whole seconds, as the API's duration fields take them: 90, 90s, 1h30m (``h``, ``m``, ``s``).
+WHOLE_SECONDS = re.compile(r"^\s*[0-9]+(h|m|s|h[0-9]+m|h[0-9]+s|m[0-9]+s|h[0-9]+m[0-9]+s)?\s*$")
+
+STRATEGY_CHOICES = [
+    ("single,multiple", "single, then multiple (default)"),
+    ("multiple,single", "multiple, then single"),
+    ("single", "single only"),
+    ("multiple", "multiple only"),
+]
+
+#: The settings the form edits, in the order shown.
+FIELDS = (
+    "preemption_enabled",
+    "quota_preemption_enabled",
+    "miss_percent",
+    "default_preemption_delay",
+    "daemonset_preemption_delay",
+    "ask_policy",
+    "victim_strategy",
+    "deviation_percent",
+    "max_victims",
+    "soft_eviction",
+)
+
+
+class DurationInput(forms.Field):
+    """A whole-second duration (``30s``, ``1h30m`` or plain seconds) -> seconds."""
+
+    MAX_LENGTH = 40
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(widget=forms.TextInput(attrs={"maxlength": self.MAX_LENGTH}), **kwargs)
+
+    def to_python(self, value: Any) -> int | None:
+        text = "" if value is None else str(value).strip()
+        if not text:
+            return None
+        if len(text) > self.MAX_LENGTH:
+            raise forms.ValidationError(f"at most {self.MAX_LENGTH} characters")
+        try:
+            seconds = parse_duration(text, field=self.label or "duration")
+        except DurationError as exc:
+            raise forms.ValidationError(exc.message) from None
+        if not WHOLE_SECONDS.fullmatch(text):
+            raise forms.ValidationError(
+                f"{text!r}: this setting is whole seconds: write e.g. 90, 90s or 1h30m "
+                "(units h, m, s in that order)"
+            )
+        if seconds > limits.DURATION_MAX_SECONDS:
+            raise forms.ValidationError(
+                f"at most {limits.DURATION_MAX_SECONDS} seconds (about 68 years)"
+            )
+        return seconds
+
+
+class PartitionSettingsForm(forms.Form):
+    version = forms.IntegerField(
+        widget=forms.HiddenInput, min_value=0, max_value=limits.POSITIVE_INT_MAX
+    )
+    preemption_enabled = forms.BooleanField(
+        required=False,
+        label="Preemption enabled",
+        help_text="YuniKorn's preemption.enabled: off, no ask or job preemption runs.",
+    )
+    quota_preemption_enabled = forms.BooleanField(
+        required=False,
+        label="Quota preemption enabled",
+        help_text="A lowered max is enforced after the quota delay by preempting tasks.",
+    )
+    miss_percent = forms.IntegerField(
+        min_value=0,
+        max_value=100,
+        label="Miss tolerance (%)",
+        help_text="How far below a queue's new max a quota run may leave it.",
+    )
+    default_preemption_delay = DurationInput(
+        label="Default preemption delay",
+        help_text="How long an ask waits before its preemption is planned (queues may override).",
+    )
+    daemonset_preemption_delay = DurationInput(
+        label="DaemonSet preemption delay",
+        help_text="How long a required-node (DaemonSet) ask waits before preemption.",
+    )
+    ask_policy = forms.ChoiceField(
+        choices=AskPolicy.choices,
+        label="Ask policy",
+        help_text="How an ask that is not a DaemonSet's or a job's is planned.",
+    )
+    victim_strategy = forms.ChoiceField(
+        choices=STRATEGY_CHOICES,
+        label="Victim strategy",
+        help_text="Required-node preemption: which strategies are tried, in order.",
+    )
+    deviation_percent = forms.IntegerField(
+        min_value=0,
+        max_value=limits.DEVIATION_PERCENT_MAX,
+        label="Deviation (%)",
+        help_text="Strategy single: how far the one victim's size may be from the ask's.",
+    )
+    max_victims = forms.IntegerField(
+        min_value=1,
+        max_value=limits.MAX_VICTIMS_MAX,
+        label="Max victims",
+        help_text="Strategy multiple: the most tasks preempted on the node for one ask.",
+    )
+    soft_eviction = forms.BooleanField(
+        required=False,
+        label="Soft eviction for jobs",
+        help_text="Job preemption labels its victims and lets their owners delete them, "
+        "instead of evicting them.",
+    )
+    comment = forms.CharField(
+        max_length=limits.COMMENT_MAX_LENGTH,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="Comment",
+        help_text="Why the change is made; kept in the config history. Required.",
+        error_messages={"required": "A change comment is required to save."},
+    )
+
+    @classmethod
+    def initial_for(cls, settings: PartitionSettings, version: int) -> dict[str, Any]:
+        return {
+            "version": version,
+            "preemption_enabled": settings.preemption_enabled,
+            "quota_preemption_enabled": settings.quota_preemption_enabled,
+            "miss_percent": settings.miss_percent,
+            "default_preemption_delay": format_duration(settings.default_preemption_delay),
+            "daemonset_preemption_delay": format_duration(settings.daemonset_preemption_delay),
+            "ask_policy": settings.ask_policy,
+            "victim_strategy": ",".join(settings.victim_strategy),
+            "deviation_percent": settings.deviation_percent,
+            "max_victims": settings.max_victims,
+            "soft_eviction": settings.soft_eviction,
+        }
+
+    def clean_comment(self) -> str:
+        comment = self.cleaned_data.get("comment", "").strip()
+        if not comment:
+            raise forms.ValidationError("A change comment is required to save.")
+        return comment
+
+    def settings(self) -> dict[str, Any]:
+        """The settings as ``update_partition_settings`` takes them."""
+        values = {name: self.cleaned_data[name] for name in FIELDS}
+        values["victim_strategy"] = tuple(values["victim_strategy"].split(","))
+        return values
