@@ -157,7 +157,7 @@ class PreemptionRun(models.Model):
     nominations = models.JSONField(default=dict, blank=True)
     #: Its victims get soft eviction orders (SPEC 4.5 ``soft_eviction``: the pod is labelled and
     #: its owner deletes it). Fixed when the run is created, so a resumed run orders alike.
-    soft_eviction = models.BooleanField(default=False)
+    soft_eviction = models.BooleanField(default=False, db_default=False)
     #: What the plan was for, as the state had it when the run planned (``preemption.explain.
     #: subject_facts``): the queue with its usage, max, guarantee and target, or the ask (id,
     #: queue, priority, resources, ...), or the job. Empty until planned.

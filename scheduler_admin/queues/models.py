@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, models
+from django.db.models import Value
 from django.db.models.expressions import RawSQL
 
 from preemption.config import VICTIM_STRATEGIES, PartitionConfig, PartitionSettings, QueueConfig
@@ -45,10 +46,15 @@ class Partition(models.Model):
         max_length=20, choices=AskPolicy.choices, default=AskPolicy.INTER_QUEUE
     )
     #: Engine options the live loop plans with (SPEC 4.3, 4.5; ``preemption.model.Options``).
-    victim_strategy = models.JSONField(default=default_victim_strategy)
-    deviation_percent = models.PositiveIntegerField(default=10)
-    max_victims = models.PositiveIntegerField(default=5)
-    soft_eviction = models.BooleanField(default=False)
+    #: Their defaults are the database's too, so a process still running the code before them
+    #: (a rolling upgrade) can insert a partition.
+    victim_strategy = models.JSONField(
+        default=default_victim_strategy,
+        db_default=Value(list(VICTIM_STRATEGIES), output_field=models.JSONField()),
+    )
+    deviation_percent = models.PositiveIntegerField(default=10, db_default=10)
+    max_victims = models.PositiveIntegerField(default=5, db_default=5)
+    soft_eviction = models.BooleanField(default=False, db_default=False)
     extra = models.JSONField(default=dict, blank=True)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)

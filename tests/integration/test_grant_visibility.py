@@ -116,6 +116,18 @@ def test_runs_audit_and_simulator_are_narrowed_to_the_subtree(tenants, holder):
     assert 'value="root.team-a.web"' in simulator and "team-b" not in simulator
 
 
+def test_the_holders_audit_rows_link_only_to_pages_they_may_open(tenants, holder):
+    """A config change inside the subtree is the holder's to read, but its revision page is
+    the whole partition's (global roles): the row names the revision without a link to a 403."""
+    audit = holder.get("/audit/", {"kind": "config.changed"}).content.decode()
+    assert "config.changed" in audit or "Changed default" in audit
+    assert "Open revision" not in audit
+    viewer = Client()
+    viewer.force_login(tenant_user("viewer"))
+    assert "Open revision" in viewer.get("/audit/", {"kind": "config.changed"}).content.decode()
+    assert holder.get("/partitions/default/settings/").status_code == 200
+
+
 def test_a_viewer_with_a_grant_reads_everything_and_edits_only_inside(tenants):
     viewer = tenant_user("viewer")
     give_grant(partition="default", queue_path=INSIDE, role="operator", user=viewer.username,

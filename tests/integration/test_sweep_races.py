@@ -345,7 +345,8 @@ def test_a_plan_read_before_another_run_took_its_victims_starts_no_run() -> None
         [run_id] = runs.sweep_pending_asks(clock)
         runs.execute_run(run_id, worker="fast")
         ask = stale_state.asks_by_id["k1"]
-        assert runs._start_ask_run(partition, stale_state, ask, stale_plan, clock) is None
+        started = runs._start_ask_run(partition, stale_state, ask, stale_plan, clock, Options())
+        assert started is None
     assert PreemptionRun.objects.filter(partition=partition).count() == 1
     assert EvictionOrder.objects.filter(partition=partition).count() == 1
 

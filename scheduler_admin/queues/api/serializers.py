@@ -262,6 +262,7 @@ SOFT_EVICTION_HELP = (
 class PartitionSerializer(serializers.ModelSerializer):
     default_preemption_delay = DurationField()
     daemonset_preemption_delay = DurationField()
+    victim_strategy = VictimStrategyField(read_only=True)
     queue_count = serializers.IntegerField(source="queues.count", read_only=True)
 
     class Meta:
