@@ -81,6 +81,24 @@ sys.exit(1 if failed else 0)
 """
 
 
+#: Installed by venv itself, or the project (installed from the checkout), never pinned.
+UNPINNED_TOOLS = {"pip", "setuptools", "wheel", "scheduler-admin"}
+
+
+def _normalized(requirement: str) -> str:
+    return requirement.strip().lower().replace("_", "-")
+
+
+def pinned_requirements() -> set[str]:
+    """``name==version`` of every pin in requirements.txt (extras dropped), normalized."""
+    pins = set()
+    for line in REQUIREMENTS.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            pins.add(_normalized(re.sub(r"\[[^\]]*\]", "", line)))
+    return pins
+
+
 def build_clean_venv(path: Path) -> Path:
     """A venv with nothing but ``requirements.txt`` installed; returns its ``bin`` directory."""
     subprocess.run([sys.executable, "-m", "venv", str(path)], check=True, timeout=120)
@@ -157,6 +175,15 @@ def test_a_clean_install_of_requirements_txt_runs_web_workers_and_beat(
     installed = {line.split("==")[0].lower().replace("_", "-") for line in freeze.splitlines()}
     assert "celery" in installed
     assert installed.isdisjoint(DEV_ONLY), "the venv is not clean"
+    # Everything installed is pinned at the version installed: what requirements.txt pulls in
+    # too, so a fresh install cannot drift from what the suite ran with.
+    unpinned = sorted(
+        line
+        for line in freeze.splitlines()
+        if _normalized(line.split("==")[0]) not in UNPINNED_TOOLS
+        and _normalized(line) not in pinned_requirements()
+    )
+    assert not unpinned, f"installed but not pinned in requirements.txt: {unpinned}"
 
     redis_url = isolated_redis_url(settings.REDIS_URL, CLEAN_INSTALL_REDIS_DB)
     flush_redis_db(redis_url)
