@@ -150,6 +150,13 @@ class PartitionSettings:
     soft_eviction: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # A list of strategies (JSON, a form, the database) is held as a tuple, so equal
+        # settings compare equal however they were built; anything else stays for the validator
+        # to name (``hierarchy.validate_config``).
+        if isinstance(self.victim_strategy, list):
+            object.__setattr__(self, "victim_strategy", tuple(self.victim_strategy))
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,
@@ -176,18 +183,12 @@ class PartitionSettings:
             default_preemption_delay=data.get("default_preemption_delay", 30),
             daemonset_preemption_delay=data.get("daemonset_preemption_delay", 0),
             ask_policy=data.get("ask_policy", "inter_queue"),
-            victim_strategy=_strategy_tuple(data.get("victim_strategy", VICTIM_STRATEGIES)),
+            victim_strategy=data.get("victim_strategy", VICTIM_STRATEGIES),
             deviation_percent=data.get("deviation_percent", 10),
             max_victims=data.get("max_victims", 5),
             soft_eviction=data.get("soft_eviction", False),
             extra=dict(data.get("extra", {})),
         )
-
-
-def _strategy_tuple(value: Any) -> Any:
-    """A list of strategies as the tuple the settings hold; anything else as it is, for the
-    validator to name (``hierarchy.validate``)."""
-    return tuple(value) if isinstance(value, list | tuple) else value
 
 
 @dataclass(frozen=True)

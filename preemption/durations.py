@@ -27,6 +27,7 @@ __all__ = [
     "format_duration",
     "parse_duration",
     "parse_go_duration",
+    "parse_whole_seconds",
 ]
 
 MAX_DURATION = 2**31 - 1
@@ -109,6 +110,24 @@ def parse_duration(value: object, *, field: str) -> int:
     if nanoseconds < 0:
         raise DurationError(field, f"{_quote(value)} must not be negative")
     return -(-nanoseconds // NANOSECONDS_PER_SECOND)  # integer ceiling division
+
+
+#: The product's own delay settings (partition defaults) are whole seconds, written as seconds
+#: or as whole h, m and s in that order; queue properties take Go's full duration syntax.
+WHOLE_SECONDS_PATTERN = r"^\s*[0-9]+(h|m|s|h[0-9]+m|h[0-9]+s|m[0-9]+s|h[0-9]+m[0-9]+s)?\s*$"
+
+
+def parse_whole_seconds(value: object, *, field: str) -> int:
+    """A whole-second setting (API and console): an integer, or text matching
+    ``WHOLE_SECONDS_PATTERN`` (``90``, ``90s``, ``1h30m``); no fractions and no ms."""
+    seconds = parse_duration(value, field=field)
+    if isinstance(value, str) and not re.fullmatch(WHOLE_SECONDS_PATTERN, value):
+        raise DurationError(
+            field,
+            f"{value!r}: this setting is whole seconds: write e.g. 90, '90s' or '1h30m' "
+            "(units h, m, s in that order)",
+        )
+    return seconds
 
 
 def duration_spelling(value: object, *, field: str) -> str:

@@ -170,7 +170,7 @@ class Options:
     def of(cls, settings: PartitionSettings) -> Options:
         """The options a partition's settings give."""
         return cls(
-            victim_strategy=tuple(settings.victim_strategy),
+            victim_strategy=settings.victim_strategy,
             deviation_percent=settings.deviation_percent,
             max_victims=settings.max_victims,
             soft_eviction=settings.soft_eviction,

@@ -80,7 +80,7 @@ class Partition(models.Model):
             default_preemption_delay=self.default_preemption_delay,
             daemonset_preemption_delay=self.daemonset_preemption_delay,
             ask_policy=self.ask_policy,
-            victim_strategy=tuple(self.victim_strategy),
+            victim_strategy=self.victim_strategy,
             deviation_percent=self.deviation_percent,
             max_victims=self.max_victims,
             soft_eviction=self.soft_eviction,

@@ -24,7 +24,7 @@ transaction back.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -315,8 +315,6 @@ def update_partition_settings(
 ) -> SaveResult:
     """Change some partition settings (``PartitionSettings`` fields), keeping the queues and
     every other setting as saved at the moment of writing."""
-    if "victim_strategy" in settings:
-        settings["victim_strategy"] = tuple(settings["victim_strategy"])
     return edit_partition_config(
         partition_name,
         lambda current: replace(current, settings=replace(current.settings, **settings)),
@@ -520,19 +518,10 @@ def _lock_or_create_partition(name: str) -> tuple[Partition, bool]:
 
 
 def _apply_settings(partition: Partition, settings: PartitionSettings, *, bump: bool) -> None:
-    for key in (
-        "preemption_enabled",
-        "quota_preemption_enabled",
-        "miss_percent",
-        "default_preemption_delay",
-        "daemonset_preemption_delay",
-        "ask_policy",
-        "deviation_percent",
-        "max_victims",
-        "soft_eviction",
-        "extra",
-    ):
-        setattr(partition, key, getattr(settings, key))
+    """Every setting but the name onto the partition row (its columns are named alike)."""
+    for setting in fields(settings):
+        if setting.name != "name":
+            setattr(partition, setting.name, getattr(settings, setting.name))
     partition.victim_strategy = list(settings.victim_strategy)
     if bump:
         partition.version += 1

@@ -10,7 +10,6 @@ Every text field is as long as its column at most and every integer within its c
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -27,7 +26,12 @@ from preemption.config import (
     QueueConfig,
     text_problem,
 )
-from preemption.durations import DurationError, format_duration, parse_duration
+from preemption.durations import (
+    WHOLE_SECONDS_PATTERN,
+    DurationError,
+    format_duration,
+    parse_whole_seconds,
+)
 from preemption.yunikorn import (
     KEPT_PARTITION_KEYS,
     KEPT_QUEUE_KEYS,
@@ -111,11 +115,6 @@ class PartitionKeptKeysField(KeptKeysField):
         super().__init__(keys=KEPT_PARTITION_KEYS, **kwargs)
 
 
-#: The product's own delay settings (partition defaults) are whole seconds, written as seconds
-#: or as whole h, m and s in that order; queue properties take Go's full duration syntax.
-WHOLE_SECONDS_PATTERN = r"^\s*[0-9]+(h|m|s|h[0-9]+m|h[0-9]+s|m[0-9]+s|h[0-9]+m[0-9]+s)?\s*$"
-
-
 @extend_schema_field(
     {
         "oneOf": [
@@ -131,15 +130,9 @@ class DurationField(serializers.Field):
 
     def to_internal_value(self, data: object) -> int:
         try:
-            seconds = parse_duration(data, field=self.field_name or "duration")
+            return parse_whole_seconds(data, field=self.field_name or "duration")
         except DurationError as exc:
             raise serializers.ValidationError(exc.message) from None
-        if isinstance(data, str) and not re.fullmatch(WHOLE_SECONDS_PATTERN, data):
-            raise serializers.ValidationError(
-                f"{data!r}: this setting is whole seconds: write e.g. 90, '90s' or '1h30m' "
-                "(units h, m, s in that order)"
-            )
-        return seconds
 
     def to_representation(self, value: int) -> str:
         return format_duration(value)
@@ -457,7 +450,6 @@ class ConfigSerializer(StrictSerializer):
             raise serializers.ValidationError(
                 {"partition": {"name": [f"the URL names partition {name!r}"]}}
             )
-        given["victim_strategy"] = tuple(given["victim_strategy"])
         settings = PartitionSettings(name=name, **given)
         queues = []
         for item in data["queues"]:

@@ -3,18 +3,15 @@ as ``PATCH partitions/{p}/`` takes them, plus the version read and a change comm
 
 from __future__ import annotations
 
-import re
+from dataclasses import fields
 from typing import Any
 
 from django import forms
 
 from preemption.config import PartitionSettings
-from preemption.durations import DurationError, format_duration, parse_duration
+from preemption.durations import DurationError, format_duration, parse_whole_seconds
 from scheduler_admin import limits
 from scheduler_admin.queues.models import AskPolicy
-
-#: Whole seconds, as the API's duration fields take them: 90, 90s, 1h30m (``h``, ``m``, ``s``).
-WHOLE_SECONDS = re.compile(r"^\s*[0-9]+(h|m|s|h[0-9]+m|h[0-9]+s|m[0-9]+s|h[0-9]+m[0-9]+s)?\s*$")
 
 STRATEGY_CHOICES = [
     ("single,multiple", "single, then multiple (default)"),
@@ -23,18 +20,10 @@ STRATEGY_CHOICES = [
     ("multiple", "multiple only"),
 ]
 
-#: The settings the form edits, in the order shown.
-FIELDS = (
-    "preemption_enabled",
-    "quota_preemption_enabled",
-    "miss_percent",
-    "default_preemption_delay",
-    "daemonset_preemption_delay",
-    "ask_policy",
-    "victim_strategy",
-    "deviation_percent",
-    "max_victims",
-    "soft_eviction",
+#: The settings the form edits, in the order shown: every one but the name and YuniKorn's
+#: kept keys.
+FIELDS = tuple(
+    field.name for field in fields(PartitionSettings) if field.name not in ("name", "extra")
 )
 
 
@@ -53,19 +42,9 @@ class DurationInput(forms.Field):
         if len(text) > self.MAX_LENGTH:
             raise forms.ValidationError(f"at most {self.MAX_LENGTH} characters")
         try:
-            seconds = parse_duration(text, field=self.label or "duration")
+            return parse_whole_seconds(text, field=self.label or "duration")
         except DurationError as exc:
             raise forms.ValidationError(exc.message) from None
-        if not WHOLE_SECONDS.fullmatch(text):
-            raise forms.ValidationError(
-                f"{text!r}: this setting is whole seconds: write e.g. 90, 90s or 1h30m "
-                "(units h, m, s in that order)"
-            )
-        if seconds > limits.DURATION_MAX_SECONDS:
-            raise forms.ValidationError(
-                f"at most {limits.DURATION_MAX_SECONDS} seconds (about 68 years)"
-            )
-        return seconds
 
 
 class PartitionSettingsForm(forms.Form):
@@ -157,5 +136,5 @@ class PartitionSettingsForm(forms.Form):
     def settings(self) -> dict[str, Any]:
         """The settings as ``update_partition_settings`` takes them."""
         values = {name: self.cleaned_data[name] for name in FIELDS}
-        values["victim_strategy"] = tuple(values["victim_strategy"].split(","))
+        values["victim_strategy"] = values["victim_strategy"].split(",")
         return values
