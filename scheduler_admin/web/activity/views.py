@@ -158,6 +158,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "outcome_link": glossary_url(outcome_anchor(run.outcome)),
             "alert": presenters.is_alert(run.outcome),
             "victim_count": victims.count(),
+            "preempted_count": victims.filter(preempted_at__isnull=False).count(),
             "victim_pager": presenters.pager(request, victim_page, "vpage"),
             "victim_rows": [(victim, why.get(victim.allocation_id)) for victim in victim_page],
             "leaves": presenters.leaf_rows(
