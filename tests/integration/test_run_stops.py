@@ -18,6 +18,8 @@ from datetime import timedelta
 
 import pytest
 import time_machine
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
 
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.models import Allocation, AllocationState
@@ -26,11 +28,12 @@ from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, RunStatus
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Partition, Queue
+from scheduler_admin.web.dashboard.panels import alerts
 from tests.api.conftest import client_for
 from tests.api.test_metrics import TOKEN, scrape, value
 from tests.integration.test_ask_sweep import NOW, add_ask
 from tests.integration.test_ask_sweep import partition as ask_partition  # noqa: F401
-from tests.integration.test_run_failures import partition, start_team_run  # noqa: F401
+from tests.integration.test_run_failures import lower, partition, start_team_run  # noqa: F401
 from tests.support.console import signed_in_client
 from tests.support.team import GB, START, TEAM_TASKS
 
@@ -253,3 +256,25 @@ def test_a_stopped_run_is_shown_as_stopped_in_the_api_the_page_and_the_metrics(
     assert "Stopped (no longer needed)" in page
     assert "Stopped after 1 of 3 victims: no longer needed." in page
     assert "Why it stopped" in page and "The max of root.team was raised or removed" in page
+
+
+def test_a_stopped_run_whose_plan_fell_short_raises_no_alert(
+    partition,  # noqa: F811
+    settings,
+    monkeypatch,
+):
+    """Lowered to 30G, the queue cannot get there (b3, 40G, is never a victim): the plan is
+    ``short``, which the dashboard flags. Raised back after the first victim, the run stops
+    with its queue within max: nothing to flag any more."""
+    settings.RUN_EVICTION_BATCH = 1
+    lower("root.team", 30, at=START)
+    [run_id] = runs.sweep_due_quota_timers(START + timedelta(seconds=2))
+    after_first_chunk(monkeypatch, lambda: edit_team(max={"memory": 400 * GB}))
+    with time_machine.travel(CLOCK, tick=False):
+        run = runs.execute_run(run_id, worker="w")
+    assert (run.status, run.outcome) == (RunStatus.STOPPED, "short")
+    viewer = get_user_model().objects.create_user("alert-viewer")
+    viewer.groups.add(Group.objects.get_or_create(name="viewer")[0])
+    assert alerts(run.partition, CLOCK, viewer) == []
+    page = signed_in_client("viewer").get(f"/runs/{run.pk}/").content.decode()
+    assert "activity-alert-card" not in page
