@@ -102,10 +102,6 @@ class StaleRun(Exception):
     or the queue's fencing token moved on (another worker owns it now)."""
 
 
-class RunStopped(Exception):
-    """The run ended ``stopped`` before a chunk: it is no longer needed (committed)."""
-
-
 class RunNotFound(Exception):
     """No run with that id (HTTP 404)."""
 
