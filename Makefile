@@ -33,7 +33,8 @@ $(VENV)/.installed-dev: $(VENV)/.installed $(VENV)/.installed-docs requirements-
 # so `make run` builds the help pages once and then starts at once. (No --quiet: it hides the
 # warnings, and with them strict mode's failure.)
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
-DOCS_SOURCES := mkdocs.yml .env.example $(shell find docs docs-theme -not -path 'docs/incoming*' 2>/dev/null)
+# (-mindepth 1: the folder docs itself would name the phony target docs.)
+DOCS_SOURCES := mkdocs.yml .env.example $(shell find docs docs-theme -mindepth 1 -not -path 'docs/incoming*' -not -path '*/__pycache__*' 2>/dev/null)
 
 docs: $(VENV)/.installed-docs
 	$(MKDOCS) build --strict
