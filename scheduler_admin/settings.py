@@ -301,10 +301,11 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Scheduler Admin API",
     "DESCRIPTION": (
-        "Queue quotas, preemption and audit for a batch cluster (SPEC 7). Every endpoint needs "
+        "Queue quotas, preemption and audit for a batch cluster. Every endpoint needs "
         "a signed-in user (`Authorization: Token ...` or the console's session) with a role; "
         "request bodies refuse fields they do not know (400 naming each).\n\n"
-        "[Back to the console](/) · [API root](/api/v1/) · [Schema (YAML)](/api/schema/)"
+        "[Back to the console](/) · [API root](/api/v1/) · [Schema (YAML)](/api/schema/) · "
+        "[Documentation](/docs/reference/api/)"
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
