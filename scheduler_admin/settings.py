@@ -220,6 +220,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# The documentation site `make docs` builds (mkdocs.yml), served to signed-in users under /docs/
+# (scheduler_admin.web.help); the image builds it at /app/site.
+DOCS_SITE_DIR = BASE_DIR / "site"
 # collectstatic runs only for production images; elsewhere whitenoise serves from the finders,
 # and an unset STATIC_ROOT keeps it from looking for a directory that was never collected.
 _static_root = env.raw("STATIC_ROOT") or (str(VAR_DIR / "staticfiles") if IS_PRODUCTION else None)
@@ -298,10 +301,11 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Scheduler Admin API",
     "DESCRIPTION": (
-        "Queue quotas, preemption and audit for a batch cluster (SPEC 7). Every endpoint needs "
+        "Queue quotas, preemption and audit for a batch cluster. Every endpoint needs "
         "a signed-in user (`Authorization: Token ...` or the console's session) with a role; "
         "request bodies refuse fields they do not know (400 naming each).\n\n"
-        "[Back to the console](/) · [API root](/api/v1/) · [Schema (YAML)](/api/schema/)"
+        "[Back to the console](/) · [API root](/api/v1/) · [Schema (YAML)](/api/schema/) · "
+        "[Documentation](/docs/reference/api/)"
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,

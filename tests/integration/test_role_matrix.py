@@ -13,8 +13,9 @@ console's routes from the URL patterns (as ``test_unknown_fields`` and ``test_we
 walk them); a new endpoint or page fails ``test_the_matrix_covers_every_*`` until it is given
 its row here.
 
-The expected statuses come from the table below, written out by hand from the README's "Roles"
-section, not from ``permissions.RULES``: the test would not notice a wrong rule it copied.
+The expected statuses come from the table below, written out by hand from the table of
+docs/reference/roles-and-permissions.md, not from ``permissions.RULES``: the test would not
+notice a wrong rule it copied.
 """
 
 from __future__ import annotations
