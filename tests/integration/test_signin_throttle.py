@@ -41,6 +41,7 @@ from rest_framework.test import APIClient
 
 from scheduler_admin.accounts import services
 from scheduler_admin.accounts.addresses import parse_trusted_proxies
+from scheduler_admin.api.throttling import TokenRateThrottle
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from tests.e2e.browser import create_user
 from tests.support.compose import COMPOSE_FILE, CONTAINER_BIND, native_command
@@ -199,6 +200,27 @@ def test_behind_the_proxy_the_client_address_counts_not_the_proxys(behind_the_co
     direct.post(LOGIN, {"username": "vera", "password": "wrong"})
     assert failures(ip_address="172.31.250.7") == 1
     assert failures(ip_address="203.0.113.10") is None
+
+
+@pytest.mark.django_db
+def test_the_token_throttle_counts_each_client_behind_the_proxy_apart(
+    behind_the_compose_proxy, monkeypatch
+):
+    """``API_TOKEN_RATE`` is per client: behind the proxy per client address (not one budget
+    for everyone), and a client writing X-Forwarded-For itself does not get a new budget per
+    request."""
+    monkeypatch.setattr(TokenRateThrottle, "THROTTLE_RATES", {"token": "3/min"})
+    clear_throttle_counts()
+    make_user("vera")
+
+    def ask(peer: str, forwarded: str) -> int:
+        client = APIClient(REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR=forwarded)
+        return client.post(TOKEN, {"username": "vera", "password": PASSWORD}).status_code
+
+    assert [ask(PROXY, "203.0.113.1") for _ in range(4)] == [200, 200, 200, 429]
+    assert ask(PROXY, "203.0.113.2") == 200  # another client behind the same proxy
+    forged = [ask("10.5.5.5", f"192.0.2.{i}") for i in range(4)]  # straight to web
+    assert forged == [200, 200, 200, 429]
 
 
 def _env_example_value(name: str) -> str:
