@@ -9,6 +9,7 @@ never on a grant that is already gone.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,6 +54,46 @@ class GrantResult:
     grant: QueueGrant
     created: bool
     changed: bool
+
+
+#: ``PARTITION:QUEUE:ROLE``. Partition and queue names may hold colons (YuniKorn's rule), but
+#: a queue path starts at ``root``: the partition ends at the first ``:root`` that begins one,
+#: the role follows the last colon.
+GRANT_TEXT = re.compile(r"^(?P<partition>.+?):(?P<queue>root(?:\..*)?):(?P<role>[^:]*)$")
+
+
+@dataclass(frozen=True)
+class GrantSpec:
+    """A grant to give: ``role`` on ``queue`` (and below) in ``partition``."""
+
+    partition: str
+    queue: str
+    role: str
+
+    @classmethod
+    def parse(cls, text: str) -> GrantSpec:
+        """``default:root.team-a:admin``; ``GrantError`` (field ``grant``) saying what is
+        wrong otherwise."""
+        found = GRANT_TEXT.match(text.strip())
+        if found is None:
+            raise GrantError(
+                f"{text!r} must read PARTITION:QUEUE:ROLE, e.g. default:root.team-a:admin.",
+                field="grant",
+            )
+        spec = cls(found["partition"], found["queue"], found["role"])
+        if spec.role not in GrantRole.values:
+            raise GrantError(
+                f"{text!r}: unknown role {spec.role!r}; a grant gives operator or admin.",
+                field="grant",
+            )
+        return spec
+
+    def __str__(self) -> str:
+        return f"{self.partition}:{self.queue}:{self.role}"
+
+    @property
+    def words(self) -> str:
+        return f"{self.role} of {self.queue} in {self.partition}"
 
 
 def grants() -> QuerySet[QueueGrant]:
