@@ -214,14 +214,24 @@ if OIDC_ENABLED:
     OIDC_TIMEOUT = env.int("OIDC_TIMEOUT", 10, minimum=1)
     OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", "groups")
     OIDC_USERNAME_CLAIM = env.str("OIDC_USERNAME_CLAIM", "preferred_username")
-    OIDC_ROLE_GROUPS = env.required_str("OIDC_ROLE_GROUPS")
+    # Which provider groups give a global role, and which give queue grants (tenant accounts,
+    # with or without a role); at least one of the two must name a group.
+    OIDC_ROLE_GROUPS = env.str("OIDC_ROLE_GROUPS", "")
+    OIDC_GRANT_GROUPS = env.str("OIDC_GRANT_GROUPS", "")
+    if not OIDC_ROLE_GROUPS and not OIDC_GRANT_GROUPS:
+        raise ImproperlyConfigured(
+            "OIDC_ROLE_GROUPS or OIDC_GRANT_GROUPS must be set in the environment: nobody could "
+            "sign in with single sign-on"
+        )
     # Where a refused sign-in lands (with the reason as a message), and mozilla's defaults.
     LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
     OIDC_CREATE_USER = True
     AUTHENTICATION_BACKENDS.append("scheduler_admin.accounts.oidc.RoleMappingOIDCBackend")
-    from scheduler_admin.accounts.oidc_config import parse_role_groups
+    from scheduler_admin.accounts.oidc_config import parse_grant_groups, parse_role_groups
 
-    OIDC_ROLE_BY_GROUP = parse_role_groups(OIDC_ROLE_GROUPS)  # checked at start-up
+    # Both checked at start-up.
+    OIDC_ROLE_BY_GROUP = parse_role_groups(OIDC_ROLE_GROUPS) if OIDC_ROLE_GROUPS else {}
+    OIDC_GRANTS_BY_GROUP = parse_grant_groups(OIDC_GRANT_GROUPS) if OIDC_GRANT_GROUPS else {}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"

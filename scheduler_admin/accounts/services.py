@@ -34,7 +34,8 @@ from django.utils import timezone
 
 from preemption.config import text_problem
 from scheduler_admin.accounts import tokens
-from scheduler_admin.accounts.grants import GrantError, GrantSpec, give_grant
+from scheduler_admin.accounts.grant_specs import GrantSpec
+from scheduler_admin.accounts.grants import GrantError, give_grant
 from scheduler_admin.accounts.models import QueueGrant
 from scheduler_admin.accounts.roles import ADMIN, ROLES, role_of
 from scheduler_admin.accounts.tokens import ApiToken

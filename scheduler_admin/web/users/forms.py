@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.conf import settings
 
-from scheduler_admin.accounts.grants import GrantSpec
+from scheduler_admin.accounts.grant_specs import GrantSpec
 from scheduler_admin.accounts.models import GrantRole
 from scheduler_admin.accounts.roles import ROLES
 from scheduler_admin.accounts.tokens import NAME_MAX_LENGTH

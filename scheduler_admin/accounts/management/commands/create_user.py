@@ -31,7 +31,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from scheduler_admin.accounts import services
-from scheduler_admin.accounts.grants import GrantError, GrantSpec
+from scheduler_admin.accounts.grant_specs import GrantSpec
 from scheduler_admin.accounts.roles import ROLES
 
 #: The argument to blame for a refused field, so the message names what to fix.
@@ -78,8 +78,8 @@ class Command(BaseCommand):
         role: str | None = options["role"]
         try:
             grants = [GrantSpec.parse(text) for text in options["grant"]]
-        except GrantError as exc:
-            raise CommandError(f"--grant: {exc}") from None
+        except ValueError as exc:
+            raise CommandError(f"--grant: {exc}.") from None
         if role is None and not grants:
             raise CommandError(
                 "--role or --grant: a user needs a global role or at least one queue grant."
