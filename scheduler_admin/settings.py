@@ -49,7 +49,7 @@ else:
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "scheduler_admin.web.admin_config.ReadOnlyAdminConfig",  # the admin, read-only
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -234,6 +234,70 @@ def set_active(user: AbstractUser, active: bool, *, actor: AbstractBaseUser | No
     return True
 
 
+def change_password(
+    user: AbstractUser, *, old_password: str, new_password: str, actor: AbstractBaseUser | None
+) -> None:
+    """The user changes their own password: the current one must be given, the new one pass
+    the configured validators. Audited ``user.password_changed`` (never the password). Their
+    other sessions end (Django ties a session to the password); the caller keeps the current
+    one (``update_session_auth_hash``). Refused for an account that signs in with single sign-on
+    only (no usable password: the provider keeps it)."""
+    with transaction.atomic():
+        user = _locked(user)
+        if not user.has_usable_password():
+            raise AccountError(
+                "You sign in with single sign-on: your password is kept by your provider.",
+                field="old_password",
+            )
+        if not user.check_password(old_password):
+            raise AccountError("That is not your current password.", field="old_password")
+        _set_password(user, new_password)
+        _record(
+            AuditKind.USER_PASSWORD_CHANGED,
+            user,
+            actor,
+            f"Password of {user.username} changed by {actor_name(actor)}",
+            {"reset": False},
+        )
+
+
+def reset_password(user: AbstractUser, *, actor: AbstractBaseUser | None) -> str:
+    """An admin gives ``user`` a new generated password, returned to be shown once; their
+    sessions end. Audited ``user.password_changed`` (``reset``). Refused: the admin's own
+    account (change it with the current one instead), an account that signs in with single
+    sign-on only (a password would open a second way in)."""
+    if actor is not None and actor.pk == user.pk:
+        raise AccountError(
+            "Change your own password on your Password page: it asks for the current one."
+        )
+    with transaction.atomic():
+        user = _locked(user)
+        if not user.has_usable_password():
+            raise AccountError(
+                f"{user.username} signs in with single sign-on: their password is kept by the "
+                "provider."
+            )
+        password = generate_password()
+        _set_password(user, password)
+        _record(
+            AuditKind.USER_PASSWORD_CHANGED,
+            user,
+            actor,
+            f"Password of {user.username} reset by {actor_name(actor)} (a new one generated)",
+            {"reset": True},
+        )
+    return password
+
+
+def _set_password(user: AbstractUser, password: str) -> None:
+    try:
+        password_validation.validate_password(password, user)
+    except ValidationError as exc:
+        raise AccountError(" ".join(exc.messages), field="new_password") from None
+    user.set_password(password)
+    user.save(update_fields=["password"])
+
+
 def issue_token(
     user: AbstractUser,
     *,
