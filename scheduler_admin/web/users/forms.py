@@ -33,7 +33,8 @@ class CreateUserForm(forms.Form):
     role = forms.ChoiceField(
         label="Role",
         choices=ROLE_CHOICES,
-        help_text="A global role holds in every partition. None: only the queue grant below.",
+        help_text="A global role holds in every partition; without one, only the queue grant "
+        "below.",
     )
     grant_partition = forms.ChoiceField(label="Queue grant: partition", required=False)
     grant_queue = forms.CharField(
