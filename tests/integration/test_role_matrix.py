@@ -434,6 +434,13 @@ CONSOLE_FORMS: dict[str, list[Form]] = {
         Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form("POST", "/users/unlock/",
                                                           {"user": "target"})),
     ],
+    "users-password": [
+        Form(ADMIN_WHOLE, 200, WHOLE, lambda t, p: _form(
+            "POST", f"/users/{_target_pk()}/password/", {"confirmed": "yes"})),
+    ],
+    # Every signed-in account changes its own password (the form; posting it needs the current
+    # password: tests/integration/test_passwords.py).
+    "my-password": [Form(SIGNED_IN, 200, WHOLE, lambda t, p: _form("GET", "/account/password/"))],
     # Every signed-in account manages its own tokens, whatever its role.
     "my-tokens": [Form(SIGNED_IN, 200, WHOLE, lambda t, p: _form("GET", "/account/tokens/"))],
     "my-tokens-issue": [
