@@ -36,6 +36,8 @@ HELP_PAGES: dict[str, str] = {
     "users-deactivate": "reference/console/users",
     "users-reactivate": "reference/console/users",
     "users-unlock": "reference/console/users",
+    "users-password": "reference/console/users",
+    "my-password": "reference/console/users",
     "users-grant-give": "how-to/tenants-and-grants",
     "users-grant-revoke": "how-to/tenants-and-grants",
     "users-groups": "how-to/tenants-and-grants",
