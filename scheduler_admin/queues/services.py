@@ -2,6 +2,9 @@
 
 Every use case ends in ``_save_config``, which in one transaction:
 
+0. runs the caller's in-write authorization (``authorize``: the account checked again under
+   its row locks, then the partition row locked, then the role and grants as they are now),
+   first, in the order of ``scheduler_admin.lock_order``;
 1. locks the partition row (``select_for_update``; on SQLite the IMMEDIATE transaction already
    holds the single write lock), so two concurrent edits of a partition are serialised;
 2. refuses the change when the caller's ``version`` / ``expected_revision`` is stale;
@@ -18,14 +21,15 @@ one change was lost). Only a whole-config replacement (PUT, import, revert) is a
 config, and those either name the version they replace or mean to replace whatever is there.
 
 Nothing is half-saved: any refusal raises before the first write, and any later failure rolls the
-transaction back.
+transaction back; a transaction PostgreSQL ends as a deadlock victim is run again whole
+(``lock_order.retry_on_conflict``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
@@ -42,8 +46,12 @@ from preemption.hierarchy import (
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
 from scheduler_admin.enforcement.timers import apply_config_change
+from scheduler_admin.lock_order import retry_on_conflict
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, RevisionKind
 from scheduler_admin.queues.saved import current_config
+
+if TYPE_CHECKING:
+    from scheduler_admin.accounts.permissions import Authorize
 
 
 class StaleVersion(Exception):
@@ -72,10 +80,11 @@ class SaveResult:
 
 #: An edit: the config as saved now (read under the partition lock) -> the config to save.
 ConfigEdit = Callable[[PartitionConfig], PartitionConfig]
-#: A check a caller wants made under the partition lock, before anything is written (it raises
-#: to refuse): the console and the API pass ``accounts.permissions.authorizer(...)``, so a queue
-#: grant revoked meanwhile is seen (the revocation takes the same lock).
-Authorize = Callable[[Partition], None]
+# ``authorize`` (every write below takes one): the check a caller wants made first in the
+# transaction, before anything is written (it raises to refuse): the console and the API pass
+# ``accounts.permissions.authorizer(...)``, so a token revoked, a role lowered, a user
+# deactivated or a queue grant revoked meanwhile is seen (each revocation takes a lock this
+# check holds). It is given the partition (None: one this write creates) and locks its row.
 
 #: The product's own partition settings. ``queues.yaml`` does not carry them, so an import keeps
 #: the values saved at the moment it is written (not those read when the file was parsed).
@@ -97,6 +106,7 @@ _KIND_EVENTS = {
 }
 
 
+@retry_on_conflict
 def save_partition_config(
     config: PartitionConfig,
     *,
@@ -106,6 +116,7 @@ def save_partition_config(
     expected_revision: int | None = None,
     expected_queue_versions: Mapping[str, int] | None = None,
     reverted_from: int | None = None,
+    authorize: Authorize | None = None,
 ) -> SaveResult:
     """Replace a partition's whole config (creating the partition if it is new).
 
@@ -124,9 +135,11 @@ def save_partition_config(
             expected_queue_versions=expected_queue_versions or {},
             reverted_from=reverted_from,
             create=True,
+            authorize=authorize,
         )
 
 
+@retry_on_conflict
 def edit_partition_config(
     partition_name: str,
     edit: ConfigEdit,
@@ -141,7 +154,7 @@ def edit_partition_config(
     partition lock), so concurrent edits of other queues or settings are kept, not reverted.
 
     ``edit`` may raise ``ConfigErrors`` or ``NotFound`` (e.g. its queue is gone); nothing is
-    written then. The partition must exist. ``authorize`` runs once the partition is locked.
+    written then. The partition must exist. ``authorize`` runs first in the transaction.
     """
     _require_comment(comment)
     with transaction.atomic():
@@ -159,12 +172,14 @@ def edit_partition_config(
         )
 
 
+@retry_on_conflict
 def import_partition_configs(
     configs: list[PartitionConfig],
     *,
     actor: AbstractBaseUser | None,
     comment: str,
     expected_revisions: Mapping[str, int | None] | None = None,
+    authorize: Authorize | None = None,
 ) -> list[SaveResult]:
     """Save several partitions from one ``queues.yaml`` as one all-or-nothing change.
 
@@ -198,6 +213,7 @@ def import_partition_configs(
                     expected_queue_versions={},
                     reverted_from=None,
                     create=True,
+                    authorize=authorize,
                 )
             )
         return results
@@ -311,6 +327,7 @@ def update_partition_settings(
     actor: AbstractBaseUser | None,
     comment: str,
     expected_revision: int | None = None,
+    authorize: Authorize | None = None,
     **settings: Any,
 ) -> SaveResult:
     """Change some partition settings (``PartitionSettings`` fields), keeping the queues and
@@ -321,6 +338,7 @@ def update_partition_settings(
         actor=actor,
         comment=comment,
         expected_revision=expected_revision,
+        authorize=authorize,
     )
 
 
@@ -329,14 +347,17 @@ def revert_config(
     *,
     to_number: int,
     actor: AbstractBaseUser | None,
+    expected_revision: int,
     comment: str = "",
-    expected_revision: int | None = None,
+    authorize: Authorize | None = None,
 ) -> SaveResult:
     """Make revision ``to_number`` the current config again, as a new revision.
 
     The old snapshot is validated like any change (the rules may have tightened since). When the
-    current config already equals it, nothing is written. ``expected_revision`` (the partition
-    version the caller saw) is checked under the lock like any other write.
+    current config already equals it, nothing is written. ``expected_revision``, the partition
+    version the caller read, is required, as for a whole-config replacement: a revert replaces
+    the whole config, and one made without it silently undid any change saved since the caller
+    looked (``StaleVersion`` when it moved; compared under the lock like any other write).
     """
     partition = get_partition(partition_name)
     try:
@@ -350,6 +371,7 @@ def revert_config(
         kind=RevisionKind.REVERT,
         expected_revision=expected_revision,
         reverted_from=to_number,
+        authorize=authorize,
     )
 
 
@@ -396,12 +418,17 @@ def _save_config(
     create: bool,
     authorize: Authorize | None = None,
 ) -> SaveResult:
+    if authorize is not None:
+        # First, before any lock of this transaction and any write (``lock_order``): the
+        # account, then the partition row (exclusive, as below), then the rights as they are now.
+        existing = Partition.objects.filter(name=name).first() if "\x00" not in name else None
+        if existing is None and not create:
+            raise NotFound(f"partition {name!r} does not exist")
+        authorize(existing)
     if create:
         partition, created = _lock_or_create_partition(name)
     else:
         partition, created = get_partition(name, lock=True), False
-    if authorize is not None:  # under the lock, before any version is compared or written
-        authorize(partition)
     if expected_revision is not None and expected_revision != partition.version:
         raise StaleVersion(
             f"partition {partition.name!r} is at version {partition.version}, "

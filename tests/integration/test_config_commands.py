@@ -284,15 +284,32 @@ def test_revert_command_restores_an_old_revision(tmp_path):
     run("import_config", write(tmp_path, REALISTIC))
     changed = REALISTIC.replace("max: {memory: 300Gi}", "max: {memory: 250Gi}")
     run("import_config", write(tmp_path, changed, "changed.yaml"))
-    output = run("revert_config", "--partition", "default", "--to", "1")
+    version = Partition.objects.get(name="default").version
+    revert = ("revert_config", "--partition", "default", "--to", "1")
+    output = run(*revert, "--partition-version", str(version))
     assert "revision 3 restores revision 1" in output
     revisions = {r.number: r for r in Partition.objects.get(name="default").revisions.all()}
     assert revisions[3].snapshot == revisions[1].snapshot
-    assert "already equals revision 1" in run(
-        "revert_config", "--partition", "default", "--to", "1"
-    )
+    version = Partition.objects.get(name="default").version
+    assert "already equals revision 1" in run(*revert, "--partition-version", str(version))
 
 
 def test_revert_command_errors_name_the_problem():
     with pytest.raises(CommandError, match="partition 'nope' does not exist"):
-        run("revert_config", "--partition", "nope", "--to", "1")
+        run("revert_config", "--partition", "nope", "--to", "1", "--partition-version", "1")
+
+
+def test_the_revert_command_needs_the_version_reviewed_and_refuses_a_stale_one(tmp_path):
+    """A revert replaces the whole config: without the version the admin reviewed, or with one
+    a later save made stale, it changes nothing and the error names the option and the version
+    the partition is at now."""
+    run("import_config", write(tmp_path, REALISTIC))
+    changed = REALISTIC.replace("max: {memory: 300Gi}", "max: {memory: 250Gi}")
+    run("import_config", write(tmp_path, changed, "changed.yaml"))
+    revisions = ConfigRevision.objects.count()
+    with pytest.raises(CommandError, match=r"--partition-version: .* at version 2 now"):
+        run("revert_config", "--partition", "default", "--to", "1")
+    with pytest.raises(CommandError, match=r"--partition-version: .* changed since version 1 .*"
+                       r"at version 2 now"):  # fmt: skip
+        run("revert_config", "--partition", "default", "--to", "1", "--partition-version", "1")
+    assert ConfigRevision.objects.count() == revisions

@@ -153,7 +153,10 @@ API_WRITES: dict[tuple[str, str], Write | None] = {
     ),
     (f"{P}/revisions/{{number}}/revert", "post"): Write(
         ADMIN_WHOLE, 201, WHOLE,
-        lambda t, p: Call("POST", f"{API}/revisions/1/revert", {"comment": "undo"}),
+        lambda t, p: Call(
+            "POST", f"{API}/revisions/1/revert",
+            {"comment": "undo", "version": Partition.objects.get(name="default").version},
+        ),
     ),
     (f"{P}/simulate", "post"): Write(
         READ_QUEUE, 200, QUEUED,

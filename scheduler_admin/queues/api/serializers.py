@@ -191,9 +191,20 @@ class QueueDeleteBodySerializer(QueueDeleteSerializer):
 
 class RevertSerializer(CommentSerializer):
     """The body of a revert: an optional comment (default "Revert to revision N") and the
-    partition version you read (optional: without it the revert is not checked for staleness)."""
+    partition version you read (required unless sent as If-Match: a revert replaces the whole
+    config, so one made on an older view would silently undo what was saved since)."""
 
-    version = version_field(help_text="The partition version you read (optional).")
+    version = version_field(
+        help_text="The partition version you read; required unless sent as If-Match."
+    )
+
+
+class RevertBodySerializer(RevertSerializer):
+    """The documented body of a revert: ``version`` is required (or ``If-Match``)."""
+
+    version = version_field(
+        required=True, help_text="The partition version you read (or send it as If-Match)."
+    )
 
 
 class RevertUnchangedSerializer(serializers.Serializer):

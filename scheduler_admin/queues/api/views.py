@@ -77,6 +77,7 @@ from scheduler_admin.queues.api.serializers import (
     QueueDeleteSerializer,
     QueuePatchBodySerializer,
     QueuePatchSerializer,
+    RevertBodySerializer,
     RevertSerializer,
     RevertUnchangedSerializer,
     RevisionSerializer,
@@ -175,8 +176,9 @@ class PartitionDetail(APIView):
         version = expected_version(request, data.pop("version", None))
         comment = data.pop("comment")
         services.update_partition_settings(
-            obj.name, actor=request.user, comment=comment, expected_revision=version, **data
-        )
+            obj.name, actor=request.user, comment=comment, expected_revision=version,
+            authorize=access.authorizer(request.user, ADMINISTER, None), **data,
+        )  # fmt: skip
         obj.refresh_from_db()
         return with_etag(
             Response(PartitionSerializer(obj).data), "partition", obj.name, obj.version
@@ -485,8 +487,9 @@ def _replace_config(
     if version is None:
         raise ValidationError({"version": ["send the version you read (or If-Match)"]})
     services.save_partition_config(
-        config, actor=request.user, comment=comment, expected_revision=version
-    )
+        config, actor=request.user, comment=comment, expected_revision=version,
+        authorize=access.authorizer(request.user, ADMINISTER, None),
+    )  # fmt: skip
     partition.refresh_from_db()
     response = Response(config_to_json(partition.current_config(), partition.version))
     return with_etag(response, "config", partition.name, partition.version)
@@ -587,6 +590,7 @@ class ConfigYamlView(APIView):
                 mine,
                 actor=request.user,
                 comment=request.query_params.get("comment") or "Imported over the API",
+                authorize=access.authorizer(request.user, ADMINISTER, None),
             )
             obj = result.partition
             response = Response(config_to_json(obj.current_config(), obj.version), status=201)
@@ -696,8 +700,10 @@ class RevisionRevert(APIView):
 
     @extend_schema(
         summary="Revert to revision N (admin)",
-        description="A new revision equal to revision N, validated like any change.",
-        request=RevertSerializer,
+        description="A new revision equal to revision N, validated like any change. `version` "
+        "(or `If-Match`) is the partition version you read, as for a whole-config PUT: 409 "
+        "when the partition changed since, so a revert never silently undoes a newer change.",
+        request=RevertBodySerializer,
         parameters=[IF_MATCH],
         responses={
             201: OpenApiResponse(RevisionSerializer, description="Reverted: the new revision."),
@@ -712,9 +718,12 @@ class RevisionRevert(APIView):
         body.is_valid(raise_exception=True)
         obj = _partition(partition)
         version = expected_version(request, body.validated_data.get("version"))
+        if version is None:
+            raise ValidationError({"version": ["send the version you read (or If-Match)"]})
         result = services.revert_config(
             obj.name, to_number=number, actor=request.user,
             comment=body.validated_data.get("comment", ""), expected_revision=version,
+            authorize=access.authorizer(request.user, ADMINISTER, None),
         )  # fmt: skip
         if result.revision is None:
             return Response({"detail": f"already equal to revision {number}", "changed": False})

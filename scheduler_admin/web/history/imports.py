@@ -27,7 +27,7 @@ from preemption.config import PartitionConfig
 from preemption.hierarchy import ConfigErrors
 from preemption.yunikorn import config_warnings, yunikorn_min_version
 from scheduler_admin import limits
-from scheduler_admin.accounts.permissions import ADMINISTER
+from scheduler_admin.accounts.permissions import ADMINISTER, authorizer
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition
@@ -195,6 +195,7 @@ def history_import(request: HttpRequest) -> HttpResponse:
             actor=request.user,
             comment=form.cleaned_data["comment"],
             expected_revisions=form.cleaned_data["previewed"],
+            authorize=authorizer(request.user, ADMINISTER, None),
         )
     except ConfigErrors as exc:
         return _render(request, kept, error_lines(source, exc.errors), None, status=400)
