@@ -478,6 +478,8 @@ CONSOLE_READS = {
     "run-detail": "test_grant_visibility: 403 outside",
     "audit-list": "test_grant_visibility: narrowed to the holder's queues",
     "glossary": "no data of any queue",
+    "docs": "the built help site, no data of any queue (test_help_links: sign-in required)",
+    "docs-page": "the built help site, no data of any queue (test_help_links: sign-in required)",
     "live-dashboard": "test_grant_visibility: narrowed like the dashboard",
     "live-queue": "test_grant_visibility: 403 outside",
     # Revokes one of the caller's own tokens (its id is the caller's, so not a matrix call).
