@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from preemption.config import ROOT, PartitionConfig, PartitionSettings, QueueConfig, diff_configs
@@ -533,9 +533,12 @@ def _apply_queues(
 ) -> list[str]:
     """Make the queue rows (which hold ``before``) match ``config``; returns the paths that
     were added, changed or removed. Only the rows of those queues, of queues that moved among
-    their siblings and of the parents of new queues are read and written. Removed subtrees go
-    first (children before parents), then queues are created or updated parents first, so
-    every parent row exists before its children are written."""
+    their siblings and of the parents of new queues are read and written.
+
+    In bulk, so that a whole config of tens of thousands of queues (a 5 MiB import) is written
+    in seconds rather than one statement per queue: removed subtrees are deleted in one
+    statement, new queues are inserted one level at a time, parents first (a child's row
+    needs its parent's id), and changed rows are updated in batches."""
     old, wanted = before.queues_by_path(), config.queues_by_path()
     old_positions, positions = _sibling_positions(before), _sibling_positions(config)
     removed = sorted(set(old) - set(wanted), key=lambda p: p.count("."), reverse=True)
@@ -548,37 +551,88 @@ def _apply_queues(
     needed = {*removed, *(queue.path for queue in written)}
     needed.update(queue.parent for queue in written if queue.parent is not None)
     rows = {row.path: row for row in partition.queues.filter(path__in=sorted(needed))}
-    changed: list[str] = []
-    for path in removed:
-        rows.pop(path).delete()
-        changed.append(path)
+    changed: list[str] = list(removed)
+    if removed:
+        # One statement (and the cascade to grants); the children are in the same set.
+        Queue.objects.filter(pk__in=[rows.pop(path).pk for path in removed]).delete()
 
+    new_by_depth: dict[int, list[QueueConfig]] = {}
+    updated: list[Queue] = []
+    now = timezone.now()
     for queue in written:
-        position = positions[queue.path]
-        values = {
-            "name": queue.name,
-            "parent": rows[queue.parent] if queue.parent is not None else None,
-            "depth": queue.path.count("."),
-            "position": position,
-            "guaranteed": dict(queue.guaranteed),
-            "max": dict(queue.max),
-            "properties": dict(queue.properties),
-            "extra": dict(queue.extra),
-        }
         row = rows.get(queue.path)
         if row is None:
-            rows[queue.path] = Queue.objects.create(partition=partition, path=queue.path, **values)
+            new_by_depth.setdefault(queue.path.count("."), []).append(queue)
             changed.append(queue.path)
             continue
         content_changed = row.to_config() != queue
+        position = positions[queue.path]
         if content_changed or row.position != position:
-            for key, value in values.items():
+            for key, value in _row_values(queue, position).items():
                 setattr(row, key, value)
+            row.parent = rows[queue.parent] if queue.parent is not None else None
+            row.updated_at = now
             if content_changed:
                 row.version += 1
                 changed.append(queue.path)
-            row.save()
+            updated.append(row)
+    for depth in sorted(new_by_depth):
+        created = [
+            Queue(
+                partition=partition,
+                path=queue.path,
+                parent=rows[queue.parent] if queue.parent is not None else None,
+                **_row_values(queue, positions[queue.path]),
+            )
+            for queue in new_by_depth[depth]
+        ]
+        for row in Queue.objects.bulk_create(created, batch_size=_BULK_BATCH):
+            rows[row.path] = row
+    _update_rows(updated)
     return changed
+
+
+#: Rows per INSERT of the bulk writes (well under SQLite's 32,766 bound parameters).
+_BULK_BATCH = 500
+_UPDATED_FIELDS = (
+    "name", "parent", "depth", "position", "guaranteed", "max", "properties", "extra", "version",
+    "updated_at",
+)  # fmt: skip
+
+
+def _update_rows(rows: list[Queue]) -> None:
+    """Write ``_UPDATED_FIELDS`` of ``rows``: one UPDATE by id per row, sent together
+    (``executemany``, which psycopg pipelines). Django's ``bulk_update`` builds one CASE per
+    column over the whole batch, which PostgreSQL evaluates row by row: minutes at 18,000
+    rows, where this takes seconds."""
+    if not rows:
+        return
+    meta = Queue._meta
+    columns = [meta.get_field(name) for name in _UPDATED_FIELDS]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(column.column)} = %s" for column in columns)
+    table, key = quote(meta.db_table), quote(meta.pk.column)
+    sql = f"UPDATE {table} SET {assignments} WHERE {key} = %s"  # noqa: S608 - model names
+    params = [
+        [column.get_db_prep_save(getattr(row, column.attname), connection) for column in columns]
+        + [row.pk]
+        for row in rows
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+def _row_values(queue: QueueConfig, position: int) -> dict[str, Any]:
+    """The columns of a queue row that hold ``queue`` (besides partition, path and parent)."""
+    return {
+        "name": queue.name,
+        "depth": queue.path.count("."),
+        "position": position,
+        "guaranteed": dict(queue.guaranteed),
+        "max": dict(queue.max),
+        "properties": dict(queue.properties),
+        "extra": dict(queue.extra),
+    }
 
 
 def _sibling_positions(config: PartitionConfig) -> dict[str, int]:
