@@ -335,6 +335,23 @@ class ClusterStateBody:
     #: The body is the partition's whole state: what it does not list is removed.
     replace: bool = False
 
+    def is_empty(self) -> bool:
+        """Nothing to upsert or remove, and not a replace push (an empty replace push is a
+        cluster with nothing in it, and empties the partition's state)."""
+        return not self.replace and not any(
+            (self.nodes, self.allocations, self.asks, self.budgets, self.removed_nodes,
+             self.removed_allocations, self.removed_asks, self.removed_budgets)
+        )  # fmt: skip
+
+
+#: Why an empty push is refused: ``{}`` (or lists with nothing in them) is almost always a
+#: client that built its body wrong, and answering 200 told it all was well.
+EMPTY_PUSH = (
+    "the body holds nothing to push: give nodes, allocations, asks or budgets to add or "
+    'change, or remove; a push with "replace": true may list nothing (the partition\'s state '
+    "is then emptied)"
+)
+
 
 def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
     """Check a cluster-state body against ``partition`` (its leaf queues and nodes) and return
@@ -413,7 +430,8 @@ def ingest_cluster_state(
 
     Steps, in one transaction:
 
-    1. check the whole body (``parse_cluster_state``); nothing is written unless it is valid;
+    1. check the whole body (``parse_cluster_state``); nothing is written unless it is valid,
+       and a body with nothing to push (``{}``, empty lists) is refused (``EMPTY_PUSH``);
     2. take the partition's ingest lock (PostgreSQL; SQLite's IMMEDIATE transactions already
        run one writer at a time), so two agents pushing at once apply one after the other and
        each sees exactly what it changed;
@@ -430,6 +448,8 @@ def ingest_cluster_state(
     something is audited.
     """
     state = parse_cluster_state(partition, body)
+    if state.is_empty():
+        raise IngestErrors({"body": [EMPTY_PUSH]})
     with transaction.atomic():
         _lock_partition_state(partition)
         removals = _removals(partition, state)

@@ -39,6 +39,7 @@ from preemption.hierarchy import (
     normalized_config,
     validate_config,
 )
+from scheduler_admin import deadlines
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
 from scheduler_admin.enforcement.timers import apply_config_change
@@ -439,6 +440,9 @@ def _save_config(
     errors = validate_config(config, base=before if is_validated(before) else None)
     if errors:
         raise ConfigErrors(errors)
+    # The last point to stop at the request's deadline: nothing is written yet, and the
+    # transaction rolls back whatever was read under it (scheduler_admin.deadlines).
+    deadlines.check("validating the config")
     changes = diff_configs(before, config)
     if not created and not changes and before.sibling_order() == config.sibling_order():
         return SaveResult(partition=partition, revision=None)

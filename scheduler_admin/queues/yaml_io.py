@@ -47,7 +47,7 @@ from preemption.yunikorn import (
     load_scheduler_config,
     yunikorn_min_version,
 )
-from scheduler_admin import limits
+from scheduler_admin import deadlines, limits
 
 #: Longest integer accepted in YAML: Python's own limit for converting text to int.
 INT_MAX_DIGITS = 4300
@@ -169,6 +169,7 @@ def _inside(shape: object, key: object) -> object:
 
 _STR_TAG = "tag:yaml.org,2002:str"
 _NULL_TAG = "tag:yaml.org,2002:null"
+_BINARY_TAG = "tag:yaml.org,2002:binary"
 _PLAIN = (None, "!")
 _MAPPING_TAGS = (None, "!", "tag:yaml.org,2002:map")
 _SEQUENCE_TAGS = (None, "!", "tag:yaml.org,2002:seq")
@@ -248,6 +249,9 @@ class _Builder:
         self._open.append(_Open({} if mapping else [], shape, event.start_mark))
 
     def _scalar(self, event: Any, as_text: bool) -> Any:
+        """One scalar's value. Where YuniKorn reads text (``as_text``) a plain scalar is its
+        text; one with an explicit tag (``!!int 010``) must still fit the tag, as Go's decoder
+        checks, and is then its text too, except ``!!binary``, which Go decodes."""
         text = event.value
         tag = event.tag
         if tag in _PLAIN:
@@ -256,10 +260,20 @@ class _Builder:
                 if tag is None:
                     tag = self._reader.resolve(yaml.ScalarNode, text, (True, False))
                     self._tags[text] = tag
+                if as_text and tag != _NULL_TAG:
+                    return text
             else:  # quoted, or the non-specific tag "!"
                 tag = _STR_TAG
-        if tag == _STR_TAG or (as_text and tag != _NULL_TAG):
+        if tag == _STR_TAG:
             return text
+        value = self._built_value(event, tag)
+        if as_text and tag not in (_NULL_TAG, _BINARY_TAG):
+            return text
+        return value
+
+    def _built_value(self, event: Any, tag: str) -> Any:
+        """A scalar built by ``SafeLoader``'s constructor for ``tag``."""
+        text = event.value
         key = (tag, text)
         if key in self._built:
             return self._built[key]
@@ -344,7 +358,10 @@ def parse_queues_yaml(
 ) -> list[PartitionConfig]:
     """A validated config per partition of the document, or ``ConfigErrors`` with every error."""
     data = load_yaml_text(content, source=source, shape=_YUNIKORN_DOCUMENT)
-    return load_scheduler_config(data, settings_for=settings_for)
+    deadlines.check("reading the YAML")
+    configs = load_scheduler_config(data, settings_for=settings_for)
+    deadlines.check("validating the config")
+    return configs
 
 
 def render_queues_yaml(configs: list[PartitionConfig]) -> str:
