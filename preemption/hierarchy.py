@@ -466,6 +466,18 @@ def _beyond_the_structure(
     return errors
 
 
+def with_settings(config: PartitionConfig, settings: PartitionSettings) -> PartitionConfig:
+    """``config`` with other partition settings, keeping what validation found in its queues
+    (those checks read no setting; the settings are checked on every ``validate_config``), so
+    an import validated when its file was read is not validated again when the product's own
+    settings are put back before it is saved (seconds at 18,000 queues)."""
+    changed = replace(config, settings=settings)
+    found = config.__dict__.get("_findings")
+    if found is not None:
+        object.__setattr__(changed, "_findings", found)  # frozen: kept beside the fields
+    return changed
+
+
 def is_validated(config: PartitionConfig) -> bool:
     """Whether ``validate_config``'s findings for ``config`` are kept with it: a config made
     from it is then validated around the change only, at no cost for ``config`` itself."""

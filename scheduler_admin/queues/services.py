@@ -28,7 +28,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, connection, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.utils import timezone
 
 from preemption.config import ROOT, PartitionConfig, PartitionSettings, QueueConfig, diff_configs
@@ -38,6 +38,7 @@ from preemption.hierarchy import (
     is_validated,
     normalized_config,
     validate_config,
+    with_settings,
 )
 from scheduler_admin import deadlines
 from scheduler_admin.audit.models import AuditKind
@@ -502,7 +503,7 @@ def _keep_product_settings(imported: PartitionConfig, current: PartitionConfig) 
     """``imported`` with the product's own settings of ``current`` (a new partition's
     ``current`` is empty with the built-in defaults, which the parsed file already has)."""
     kept = {key: getattr(current.settings, key) for key in PRODUCT_SETTINGS}
-    return replace(imported, settings=replace(imported.settings, **kept))
+    return with_settings(imported, replace(imported.settings, **kept))
 
 
 def _lock_or_create_partition(name: str) -> tuple[Partition, bool]:
@@ -586,43 +587,63 @@ def _apply_queues(
                 partition=partition,
                 path=queue.path,
                 parent=rows[queue.parent] if queue.parent is not None else None,
+                version=1,
+                created_at=now,
+                updated_at=now,
                 **_row_values(queue, positions[queue.path]),
             )
             for queue in new_by_depth[depth]
         ]
-        for row in Queue.objects.bulk_create(created, batch_size=_BULK_BATCH):
+        _write_rows(_INSERT, created)
+        # The new rows' ids, which their children's rows name (one read per level).
+        ids = dict(partition.queues.filter(depth=depth).values_list("path", "pk"))
+        for row in created:
+            row.pk = ids[row.path]
             rows[row.path] = row
-    _update_rows(updated)
+    _write_rows(_UPDATE, updated)
     return changed
 
 
-#: Rows per INSERT of the bulk writes (well under SQLite's 32,766 bound parameters).
-_BULK_BATCH = 500
+#: The columns a changed queue row is written with, besides its id.
 _UPDATED_FIELDS = (
     "name", "parent", "depth", "position", "guaranteed", "max", "properties", "extra", "version",
     "updated_at",
 )  # fmt: skip
+#: The columns of a new queue row.
+_INSERTED_FIELDS = ("partition", "path", "created_at", *_UPDATED_FIELDS)
+_INSERT, _UPDATE = "insert", "update"
 
 
-def _update_rows(rows: list[Queue]) -> None:
-    """Write ``_UPDATED_FIELDS`` of ``rows``: one UPDATE by id per row, sent together
-    (``executemany``, which psycopg pipelines). Django's ``bulk_update`` builds one CASE per
-    column over the whole batch, which PostgreSQL evaluates row by row: minutes at 18,000
-    rows, where this takes seconds."""
+def _write_rows(how: str, rows: list[Queue]) -> None:
+    """INSERT the new ``rows`` or UPDATE the changed ones by id: one statement per row, sent
+    together (``executemany``, which psycopg pipelines on PostgreSQL).
+
+    Rather than Django's bulk helpers: ``bulk_update`` builds one CASE per column over the
+    batch, which PostgreSQL evaluates row by row (minutes at 18,000 rows), and ``bulk_create``
+    sends arrays that the client-side binding quotes element by element in Python (most of a
+    5 MiB import's time). This takes seconds for either."""
     if not rows:
         return
     meta = Queue._meta
-    columns = [meta.get_field(name) for name in _UPDATED_FIELDS]
+    names = _INSERTED_FIELDS if how == _INSERT else _UPDATED_FIELDS
+    columns = [meta.get_field(name) for name in names]
     quote = connection.ops.quote_name
-    assignments = ", ".join(f"{quote(column.column)} = %s" for column in columns)
-    table, key = quote(meta.db_table), quote(meta.pk.column)
-    sql = f"UPDATE {table} SET {assignments} WHERE {key} = %s"  # noqa: S608 - model names
-    params = [
-        [column.get_db_prep_save(getattr(row, column.attname), connection) for column in columns]
-        + [row.pk]
-        for row in rows
-    ]
-    with connection.cursor() as cursor:
+    table = quote(meta.db_table)
+    if how == _INSERT:
+        listed = ", ".join(quote(column.column) for column in columns)
+        holes = ", ".join(["%s"] * len(columns))
+        sql = f"INSERT INTO {table} ({listed}) VALUES ({holes})"  # noqa: S608 - model names
+    else:
+        assignments = ", ".join(f"{quote(column.column)} = %s" for column in columns)
+        key = quote(meta.pk.column)
+        sql = f"UPDATE {table} SET {assignments} WHERE {key} = %s"  # noqa: S608 - model names
+    database = connections[DEFAULT_DB_ALIAS]  # the proxy looks it up on every access
+    params = []
+    for row in rows:
+        values = [column.get_db_prep_save(getattr(row, column.attname), database)
+                  for column in columns]  # fmt: skip
+        params.append(values if how == _INSERT else [*values, row.pk])
+    with database.cursor() as cursor:
         cursor.executemany(sql, params)
 
 
