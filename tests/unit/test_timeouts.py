@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from django.core.exceptions import ImproperlyConfigured
 
 from tests.unit.test_env import run_check
@@ -89,3 +90,21 @@ def test_a_bad_worker_timeout_stops_gunicorn_naming_it(
 def test_bad_timeouts_stop_the_product_naming_them(env: dict[str, str], message: str) -> None:
     result = run_check(SCHEDULER_ENV="local", **env)
     assert result.returncode != 0 and message in result.stderr
+
+
+def test_compose_make_run_and_the_image_leave_the_timeout_to_gunicorn_conf() -> None:
+    """A ``--timeout`` on a command line would win over ``WEB_TIMEOUT``: none passes one, and
+    each runs gunicorn from the directory that holds ``gunicorn.conf.py``."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    commands = {
+        "compose web": compose["services"]["web"]["command"],
+        "make run": next(
+            line for line in (ROOT / "scripts" / "run.sh").read_text().splitlines()
+            if "gunicorn scheduler_admin.wsgi:application" in line
+        ),
+        "image": (ROOT / "Dockerfile").read_text().split("\nCMD ")[-1],
+    }  # fmt: skip
+    for where, command in commands.items():
+        assert "gunicorn" in command, where
+        assert "--timeout" not in command and "-t " not in command, where
+    assert "COPY pyproject.toml manage.py gunicorn.conf.py ./" in (ROOT / "Dockerfile").read_text()
