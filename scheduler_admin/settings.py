@@ -24,6 +24,12 @@ from django.core.exceptions import ImproperlyConfigured
 from scheduler_admin.accounts.addresses import parse_trusted_proxies
 from scheduler_admin.csp import DEFAULT_POLICY as DEFAULT_CSP
 from scheduler_admin.env import Env
+from scheduler_admin.timeouts import (
+    DEFAULT_WEB_TIMEOUT,
+    MIN_WEB_TIMEOUT,
+    checked_deadline,
+    default_deadline,
+)
 
 env = Env()
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -79,6 +85,8 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before anything reads the request: size limits and text that cannot be stored.
     "scheduler_admin.middleware.RequestGuardMiddleware",
+    # Each request's deadline (REQUEST_DEADLINE): long requests stop before gunicorn kills them.
+    "scheduler_admin.deadlines.DeadlineMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -365,6 +373,14 @@ if CONFIG_MAX_BYTES > REQUEST_MAX_BYTES:
 DATA_UPLOAD_MAX_MEMORY_SIZE = REQUEST_MAX_BYTES
 # Most fields in a form post or a query string (Django's default); more is a 400.
 DATA_UPLOAD_MAX_NUMBER_FIELDS = env.int("REQUEST_MAX_FIELDS", 1000, minimum=100)
+# gunicorn's worker timeout (gunicorn.conf.py reads the same variable), and the product's own
+# deadline below it: a long request (a whole config imported, checked or previewed) stops at
+# the deadline with a 503 and nothing saved, rather than being killed without an answer
+# (scheduler_admin.timeouts, scheduler_admin.deadlines).
+WEB_TIMEOUT = env.int("WEB_TIMEOUT", DEFAULT_WEB_TIMEOUT, minimum=MIN_WEB_TIMEOUT)
+REQUEST_DEADLINE = checked_deadline(
+    env.int("REQUEST_DEADLINE", default_deadline(WEB_TIMEOUT), minimum=1), WEB_TIMEOUT
+)
 
 # --- Product settings ---------------------------------------------------------------------------
 

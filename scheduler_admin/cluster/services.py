@@ -339,6 +339,23 @@ class ClusterStateBody:
     #: The body is the partition's whole state: what it does not list is removed.
     replace: bool = False
 
+    def is_empty(self) -> bool:
+        """Nothing to upsert or remove, and not a replace push (an empty replace push is a
+        cluster with nothing in it, and empties the partition's state)."""
+        return not self.replace and not any(
+            (self.nodes, self.allocations, self.asks, self.budgets, self.removed_nodes,
+             self.removed_allocations, self.removed_asks, self.removed_budgets)
+        )  # fmt: skip
+
+
+#: Why an empty push is refused: ``{}`` (or lists with nothing in them) is almost always a
+#: client that built its body wrong, and answering 200 told it all was well.
+EMPTY_PUSH = (
+    "the body holds nothing to push: give nodes, allocations, asks or budgets to add or "
+    'change, or remove; a push with "replace": true may list nothing (the partition\'s state '
+    "is then emptied)"
+)
+
 
 def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
     """Check a cluster-state body against ``partition`` (its leaf queues and nodes) and return
@@ -423,7 +440,8 @@ def ingest_cluster_state(
 
     Steps, in one transaction, its locks in the order of ``scheduler_admin.lock_order``:
 
-    1. check the whole body (``parse_cluster_state``); nothing is written unless it is valid;
+    1. check the whole body (``parse_cluster_state``); nothing is written unless it is valid,
+       and a body with nothing to push (``{}``, empty lists) is refused (``EMPTY_PUSH``);
     2. run the caller's in-write authorization (``authorize``: the account checked again, then
        the partition row locked, shared), or lock the partition row alone, shared: the push
        inserts rows that reference it, and a run's writer takes it before the tasks and asks
@@ -444,6 +462,8 @@ def ingest_cluster_state(
     something is audited.
     """
     state = parse_cluster_state(partition, body)
+    if state.is_empty():
+        raise IngestErrors({"body": [EMPTY_PUSH]})
     with transaction.atomic():
         if authorize is not None:
             authorize(partition, exclusive=False)

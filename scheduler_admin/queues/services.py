@@ -32,7 +32,7 @@ from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import DEFAULT_DB_ALIAS, IntegrityError, connection, connections, transaction
 from django.utils import timezone
 
 from preemption.config import ROOT, PartitionConfig, PartitionSettings, QueueConfig, diff_configs
@@ -42,7 +42,9 @@ from preemption.hierarchy import (
     is_validated,
     normalized_config,
     validate_config,
+    with_settings,
 )
+from scheduler_admin import deadlines
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
 from scheduler_admin.enforcement.timers import apply_config_change
@@ -466,6 +468,9 @@ def _save_config(
     errors = validate_config(config, base=before if is_validated(before) else None)
     if errors:
         raise ConfigErrors(errors)
+    # The last point to stop at the request's deadline: nothing is written yet, and the
+    # transaction rolls back whatever was read under it (scheduler_admin.deadlines).
+    deadlines.check("validating the config")
     changes = diff_configs(before, config)
     if not created and not changes and before.sibling_order() == config.sibling_order():
         return SaveResult(partition=partition, revision=None)
@@ -525,7 +530,7 @@ def _keep_product_settings(imported: PartitionConfig, current: PartitionConfig) 
     """``imported`` with the product's own settings of ``current`` (a new partition's
     ``current`` is empty with the built-in defaults, which the parsed file already has)."""
     kept = {key: getattr(current.settings, key) for key in PRODUCT_SETTINGS}
-    return replace(imported, settings=replace(imported.settings, **kept))
+    return with_settings(imported, replace(imported.settings, **kept))
 
 
 def _lock_or_create_partition(name: str) -> tuple[Partition, bool]:
@@ -560,9 +565,12 @@ def _apply_queues(
 ) -> list[str]:
     """Make the queue rows (which hold ``before``) match ``config``; returns the paths that
     were added, changed or removed. Only the rows of those queues, of queues that moved among
-    their siblings and of the parents of new queues are read and written. Removed subtrees go
-    first (children before parents), then queues are created or updated parents first, so
-    every parent row exists before its children are written."""
+    their siblings and of the parents of new queues are read and written.
+
+    In bulk, so that a whole config of tens of thousands of queues (a 5 MiB import) is written
+    in seconds rather than one statement per queue: removed subtrees are deleted in one
+    statement, new queues are inserted one level at a time, parents first (a child's row
+    needs its parent's id), and changed rows are updated in batches."""
     old, wanted = before.queues_by_path(), config.queues_by_path()
     old_positions, positions = _sibling_positions(before), _sibling_positions(config)
     removed = sorted(set(old) - set(wanted), key=lambda p: p.count("."), reverse=True)
@@ -575,37 +583,108 @@ def _apply_queues(
     needed = {*removed, *(queue.path for queue in written)}
     needed.update(queue.parent for queue in written if queue.parent is not None)
     rows = {row.path: row for row in partition.queues.filter(path__in=sorted(needed))}
-    changed: list[str] = []
-    for path in removed:
-        rows.pop(path).delete()
-        changed.append(path)
+    changed: list[str] = list(removed)
+    if removed:
+        # One statement (and the cascade to grants); the children are in the same set.
+        Queue.objects.filter(pk__in=[rows.pop(path).pk for path in removed]).delete()
 
+    new_by_depth: dict[int, list[QueueConfig]] = {}
+    updated: list[Queue] = []
+    now = timezone.now()
     for queue in written:
-        position = positions[queue.path]
-        values = {
-            "name": queue.name,
-            "parent": rows[queue.parent] if queue.parent is not None else None,
-            "depth": queue.path.count("."),
-            "position": position,
-            "guaranteed": dict(queue.guaranteed),
-            "max": dict(queue.max),
-            "properties": dict(queue.properties),
-            "extra": dict(queue.extra),
-        }
         row = rows.get(queue.path)
         if row is None:
-            rows[queue.path] = Queue.objects.create(partition=partition, path=queue.path, **values)
+            new_by_depth.setdefault(queue.path.count("."), []).append(queue)
             changed.append(queue.path)
             continue
         content_changed = row.to_config() != queue
+        position = positions[queue.path]
         if content_changed or row.position != position:
-            for key, value in values.items():
+            for key, value in _row_values(queue, position).items():
                 setattr(row, key, value)
+            row.parent = rows[queue.parent] if queue.parent is not None else None
+            row.updated_at = now
             if content_changed:
                 row.version += 1
                 changed.append(queue.path)
-            row.save()
+            updated.append(row)
+    for depth in sorted(new_by_depth):
+        created = [
+            Queue(
+                partition=partition,
+                path=queue.path,
+                parent=rows[queue.parent] if queue.parent is not None else None,
+                version=1,
+                created_at=now,
+                updated_at=now,
+                **_row_values(queue, positions[queue.path]),
+            )
+            for queue in new_by_depth[depth]
+        ]
+        _write_rows(_INSERT, created)
+        # The new rows' ids, which their children's rows name (one read per level).
+        ids = dict(partition.queues.filter(depth=depth).values_list("path", "pk"))
+        for row in created:
+            row.pk = ids[row.path]
+            rows[row.path] = row
+    _write_rows(_UPDATE, updated)
     return changed
+
+
+#: The columns a changed queue row is written with, besides its id.
+_UPDATED_FIELDS = (
+    "name", "parent", "depth", "position", "guaranteed", "max", "properties", "extra", "version",
+    "updated_at",
+)  # fmt: skip
+#: The columns of a new queue row.
+_INSERTED_FIELDS = ("partition", "path", "created_at", *_UPDATED_FIELDS)
+_INSERT, _UPDATE = "insert", "update"
+
+
+def _write_rows(how: str, rows: list[Queue]) -> None:
+    """INSERT the new ``rows`` or UPDATE the changed ones by id: one statement per row, sent
+    together (``executemany``, which psycopg pipelines on PostgreSQL).
+
+    Rather than Django's bulk helpers: ``bulk_update`` builds one CASE per column over the
+    batch, which PostgreSQL evaluates row by row (minutes at 18,000 rows), and ``bulk_create``
+    sends arrays that the client-side binding quotes element by element in Python (most of a
+    5 MiB import's time). This takes seconds for either."""
+    if not rows:
+        return
+    meta = Queue._meta
+    names = _INSERTED_FIELDS if how == _INSERT else _UPDATED_FIELDS
+    columns = [meta.get_field(name) for name in names]
+    quote = connection.ops.quote_name
+    table = quote(meta.db_table)
+    if how == _INSERT:
+        listed = ", ".join(quote(column.column) for column in columns)
+        holes = ", ".join(["%s"] * len(columns))
+        sql = f"INSERT INTO {table} ({listed}) VALUES ({holes})"  # noqa: S608 - model names
+    else:
+        assignments = ", ".join(f"{quote(column.column)} = %s" for column in columns)
+        key = quote(meta.pk.column)
+        sql = f"UPDATE {table} SET {assignments} WHERE {key} = %s"  # noqa: S608 - model names
+    database = connections[DEFAULT_DB_ALIAS]  # the proxy looks it up on every access
+    params = []
+    for row in rows:
+        values = [column.get_db_prep_save(getattr(row, column.attname), database)
+                  for column in columns]  # fmt: skip
+        params.append(values if how == _INSERT else [*values, row.pk])
+    with database.cursor() as cursor:
+        cursor.executemany(sql, params)
+
+
+def _row_values(queue: QueueConfig, position: int) -> dict[str, Any]:
+    """The columns of a queue row that hold ``queue`` (besides partition, path and parent)."""
+    return {
+        "name": queue.name,
+        "depth": queue.path.count("."),
+        "position": position,
+        "guaranteed": dict(queue.guaranteed),
+        "max": dict(queue.max),
+        "properties": dict(queue.properties),
+        "extra": dict(queue.extra),
+    }
 
 
 def _sibling_positions(config: PartitionConfig) -> dict[str, int]:

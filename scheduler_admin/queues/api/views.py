@@ -33,12 +33,12 @@ from preemption.config import (
 )
 from preemption.hierarchy import ConfigErrors, Hierarchy, normalized_config, validate_config
 from preemption.yunikorn import yunikorn_min_version
-from scheduler_admin import limits
+from scheduler_admin import deadlines, limits
 from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.concurrency import expected_version, with_etag
 from scheduler_admin.api.pagination import StandardPagination
 from scheduler_admin.api.params import int_param
-from scheduler_admin.api.parsers import FLAT_BODY_PARSERS, ConfigJSONParser
+from scheduler_admin.api.parsers import FLAT_BODY_PARSERS, YAML_BODY_PARSERS, ConfigJSONParser
 from scheduler_admin.api.permissions import (
     ADMINISTER,
     CREATE_QUEUE,
@@ -82,10 +82,12 @@ from scheduler_admin.queues.api.serializers import (
     RevertUnchangedSerializer,
     RevisionSerializer,
     SimulateSerializer,
+    config_or_every_fault,
     config_to_json,
     yunikorn_facts,
 )
 from scheduler_admin.queues.models import ConfigRevision, Partition
+from scheduler_admin.queues.resource_types import resource_type_warnings
 from scheduler_admin.queues.saved import current_config, current_tree
 from scheduler_admin.queues.yaml_io import (
     config_to_publish,
@@ -433,8 +435,10 @@ def _preview(
     errors = validate_config(config, base=base)
     if errors:
         raise ConfigErrors(errors)
+    deadlines.check("validating the config")
     preview = preview_change(partition, config)
-    facts = yunikorn_facts(normalized_config(config))
+    deadlines.check("previewing the change")
+    facts = yunikorn_facts(normalized_config(config), resource_type_warnings(partition, config))
     return Response({"dry_run": True, "valid": True, **preview.to_json(), **facts})
 
 
@@ -466,8 +470,8 @@ class ConfigView(APIView):
     def put(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
         body = ConfigSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        config = body.to_config(obj.name)
+        config = config_or_every_fault(body, obj.name)
+        deadlines.check("reading the config")
         return _replace_config(request, obj, config, body.validated_data.get("version"),
                                body.validated_data.get("comment", ""))  # fmt: skip
 
@@ -579,11 +583,7 @@ class ConfigYamlView(APIView):
         configs = parse_queues_yaml(
             request.body, settings_for=services.settings_for_import, source="body"
         )
-        mine = [config for config in configs if config.name == partition]
-        if len(configs) != 1 or not mine:
-            raise ValidationError(
-                {"partitions": [f"the body must hold exactly partition {partition}"]}
-            )
+        mine = [_the_partition_of(configs, partition)]
         obj = Partition.objects.filter(name=partition).first()
         if obj is None:  # importing a new partition: nothing to be stale against
             [result] = services.import_partition_configs(
@@ -602,6 +602,14 @@ class ConfigYamlView(APIView):
         return _replace_config(request, obj, mine[0], version, _comment_param(request))
 
 
+def _the_partition_of(configs: list[PartitionConfig], partition: str) -> PartitionConfig:
+    """The one partition of a queues.yaml body, which must be the URL's."""
+    mine = [config for config in configs if config.name == partition]
+    if len(configs) != 1 or not mine:
+        raise ValidationError({"partitions": [f"the body must hold exactly partition {partition}"]})
+    return mine[0]
+
+
 def _comment_param(request: Request) -> str:
     comment = request.query_params.get("comment", "")
     if len(comment) > limits.COMMENT_MAX_LENGTH:
@@ -612,33 +620,44 @@ def _comment_param(request: Request) -> str:
 
 
 class ConfigValidateView(APIView):
-    """Check a JSON config body without saving: 200 ``{"valid": true}`` or 400 with every error.
-    A viewer's read of the whole partition (its answer diffs against every queue)."""
+    """Check a config body without saving, as JSON (what ``GET .../config`` gives) or as a
+    YuniKorn ``queues.yaml`` (what ``PUT .../config.yaml`` takes, chosen by ``Content-Type``):
+    200 ``{"valid": true, ...}`` or 400 with every error. A viewer's read of the whole
+    partition (its answer diffs against every queue)."""
 
     write_action = READ
-    parser_classes = [ConfigJSONParser]
+    parser_classes = [ConfigJSONParser, *YAML_BODY_PARSERS]
 
     @extend_schema(
-        summary="Check a JSON config without saving",
-        description="200 `{valid: true, changes, ...}` with what saving it would change, or "
-        "400 with every error.",
-        request=ConfigSerializer,
+        summary="Check a config without saving (JSON or queues.yaml)",
+        description="The body is the JSON config (`Content-Type: application/json`) or a "
+        "YuniKorn queues.yaml holding this partition (`application/yaml`, also "
+        "`application/x-yaml` or `text/yaml`). 200 `{valid: true, changes, ...}` with what "
+        "saving it would change and its warnings, or 400 with every error.",
+        request={"application/json": ConfigSerializer, "application/yaml": QUEUES_YAML},
         responses=ValidateResultSerializer,
     )
     def post(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
-        body = ConfigSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        config = body.to_config(obj.name)
-        errors = validate_config(config)
-        if errors:
-            raise ConfigErrors(errors)
+        if isinstance(request.data, bytes):  # a queues.yaml (YAML_BODY_PARSERS)
+            config = _the_partition_of(
+                parse_queues_yaml(
+                    request.data, settings_for=services.settings_for_import, source="body"
+                ),
+                obj.name,
+            )
+        else:
+            config = config_or_every_fault(ConfigSerializer(data=request.data), obj.name)
+            deadlines.check("reading the config")
+            errors = validate_config(config)
+            if errors:
+                raise ConfigErrors(errors)
         changes = diff_configs(obj.current_config(), config)
         return Response(
             {
                 "valid": True,
                 "changes": [c.to_json() for c in changes],
-                **yunikorn_facts(normalized_config(config)),
+                **yunikorn_facts(normalized_config(config), resource_type_warnings(obj, config)),
             }
         )
 
