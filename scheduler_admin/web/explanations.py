@@ -20,72 +20,67 @@ class ReasonText(NamedTuple):
 
 
 REASONS: dict[str, ReasonText] = {
+    # The second text is the rule, short enough for a table cell: its name in words (laws with
+    # their number, as the glossary introduces them); the glossary entry the page links to
+    # says which policies apply it and why.
     Reason.VICTIM: ReasonText(
-        "Chosen: preempting it moves the plan towards its goal.",
-        "Every policy: candidates are taken in the policy's order until its goal is met",
+        "Chosen: preempting it moves the plan towards its goal.", "Taken in the policy's order"
     ),
     Reason.LAW1_OPTED_OUT: ReasonText(
         "The task opted out of preemption (allow_preemption is false).",
-        "Law 1, a task may opt out of preemption (inter-queue and job preemption)",
+        "Law 1: tasks may opt out",
     ),
     Reason.LAW2_BELOW_GUARANTEE: ReasonText(
         "Taking it would push its queue below the queue's guaranteed resources.",
-        "Law 2, preemption never leaves a queue below its guarantee (quota and inter-queue "
-        "preemption)",
+        "Law 2: guarantees are kept",
     ),
     Reason.LAW3_SAME_APPLICATION: ReasonText(
         "It belongs to the same application as the task asking for room.",
-        "Law 3, a task cannot preempt tasks of its own application (inter-queue preemption)",
+        "Law 3: not its own application",
     ),
     Reason.LAW5_QUEUE_WITHIN_GUARANTEE: ReasonText(
         "Its queue is not above its guarantee, so nothing may be taken from it.",
-        "Law 5, only a queue over its guarantee loses tasks (inter-queue preemption)",
+        "Law 5: only queues over guarantee",
     ),
     Reason.LAW6_HIGHER_PRIORITY: ReasonText(
         "Its priority is too high to be preempted by the task asking for room.",
-        "Law 6, a task can only preempt tasks of lower or equal priority (inter-queue, "
-        "required-node, priority and job preemption)",
+        "Law 6: lower priority only",
     ),
     Reason.OUTSIDE_FENCE: ReasonText(
         "It runs outside the preemption fence that bounds the asking queue.",
-        "Law 7, a task cannot preempt outside its preemption fence (inter-queue preemption)",
+        "Law 7: inside the fence",
     ),
     Reason.QUEUE_PREEMPTION_DISABLED: ReasonText(
         "Its queue has preemption disabled (preemption.policy: disabled).",
-        "A queue with preemption disabled gives up no tasks (inter-queue preemption)",
+        "Queue opted out of preemption",
     ),
     Reason.DAEMONSET_EXCLUDED: ReasonText(
         "It is itself a DaemonSet (required-node) task, never a victim of another.",
-        "DaemonSet pods are never victims (quota, inter-queue and required-node preemption)",
+        "DaemonSet pods are kept",
     ),
     Reason.NO_SHARED_RESOURCE: ReasonText(
-        "It uses none of the resource types that are needed.",
-        "A victim must free a resource that is needed (quota, inter-queue and required-node "
-        "preemption)",
+        "It uses none of the resource types that are needed.", "Must free what is needed"
     ),
     Reason.TARGET_MET: ReasonText(
-        "Not needed: earlier victims already free enough.",
-        "Every policy: no more victims than the goal needs",
+        "Not needed: earlier victims already free enough.", "No more than the goal needs"
     ),
     Reason.NOT_ON_NODE: ReasonText(
-        "It runs on a node other than the one the plan chose.",
-        "All victims on one node: the one the plan chose (inter-queue and priority preemption)",
+        "It runs on a node other than the one the plan chose.", "All victims on one node"
     ),
     Reason.DEVIATION_TOO_LARGE: ReasonText(
         "As the single victim its size deviates from the ask by more than deviation_percent.",
-        "Required-node preemption, single strategy: one task of about the ask's size",
+        "One victim of about the ask's size",
     ),
     Reason.TOO_MANY_VICTIMS: ReasonText(
         "Making room would need more victims than max_victims allows.",
-        "Required-node preemption, multiple strategy: at most max_victims tasks",
+        "At most max_victims victims",
     ),
     Reason.NOT_NEEDED_AFTER_REPRIEVE: ReasonText(
         "Reprieved: the goal is met without it once the others are taken.",
-        "Priority and job preemption: the fewest victims, the most important kept",
+        "Fewest victims, most important kept",
     ),
     Reason.BUDGET_VIOLATION: ReasonText(
-        "Preempting it would break a disruption budget.",
-        "Priority preemption: disruption budgets are kept where a node allows it",
+        "Preempting it would break a disruption budget.", "Disruption budgets kept if possible"
     ),
 }
 
