@@ -49,8 +49,11 @@ NOT_INHERITED = {
 }  # fmt: skip
 #: Start-up (set-up steps, then every service ready) on a loaded 2-core machine.
 START_TIMEOUT = 120.0
-#: The script's own deadline is 15 s before it kills; this leaves room for a loaded machine.
-STOP_TIMEOUT = 40.0
+#: The script's own deadline is 15 s before it kills, then it waits for what it killed to exit.
+#: A generous multiple of that: on a machine loaded by other work (the test at low priority, the
+#: product's processes inheriting it) 40 s were once not enough, and how long the stop takes is
+#: not what these tests prove (that it ends, by the right signal, with nothing left).
+STOP_TIMEOUT = 120.0
 BLOCK_END = "Ctrl-C stops everything."
 
 Signal = tuple[str, signal.Signals]  # ("group" | "script", signal)
@@ -160,7 +163,11 @@ class Run:
             print(f"stopped after {time.monotonic() - started:.1f} s")
             return status
         except subprocess.TimeoutExpired:
-            pytest.fail(f"still running {STOP_TIMEOUT:g} s after the signals:\n{self.output()}")
+            left = "\n".join(map(str, self.survivors()))
+            pytest.fail(
+                f"still running {STOP_TIMEOUT:g} s after the signals:\n{self.output()}\n"
+                f"processes of the run still alive:\n{left}"
+            )
 
     def survivors(self) -> list[RunProcess]:
         return [p for p in all_processes() if p.sid == self.leader.pid or self.marker in p.env]
