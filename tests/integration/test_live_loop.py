@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import math
 import re
 import secrets
 import socket
@@ -196,36 +197,45 @@ class LiveLoop:
         return test_database_env(extra, redis_url=self.redis_url, beat_schedule_file=self.schedule)
 
     def worker(
-        self, name: str, *, concurrency: int = 2, env: Mapping[str, str] | None = None
+        self,
+        name: str,
+        *,
+        concurrency: int = 2,
+        env: Mapping[str, str] | None = None,
+        wait: bool = True,
     ) -> ManagedProcess:
-        """Start a worker called ``<name>@<host>`` and wait until it consumes."""
+        """Start a worker called ``<name>@<host>`` and wait until it consumes (``wait=False``:
+        the caller waits with ``wait_started``, after starting other processes meanwhile)."""
         args = [
             venv_executable("celery"), "-A", "scheduler_admin", "worker", "--loglevel", "INFO",
             "--concurrency", str(concurrency), "-n", f"{name}@%h",
             "--without-mingle", "--without-gossip",
         ]  # fmt: skip
         process = self._start(name, args, env)
-        wait_until(
-            lambda: f"{name}@{HOSTNAME} ready." in process.log_text(),
-            45,
-            message=f"worker {name} never became ready",
-            watch=[process],
-        )
+        if wait:
+            self.wait_started(process)
         return process
 
-    def beat(self, name: str = "beat") -> ManagedProcess:
+    def beat(self, name: str = "beat", *, wait: bool = True) -> ManagedProcess:
         args = [
             venv_executable("celery"), "-A", "scheduler_admin", "beat", "--loglevel", "INFO",
             "--schedule", str(self.schedule),
         ]  # fmt: skip
         process = self._start(name, args, None)
+        if wait:
+            self.wait_started(process)
+        return process
+
+    def wait_started(self, process: ManagedProcess) -> None:
+        """Until a worker consumes (it logged ``<name>@<host> ready.``) or beat has started."""
+        is_beat = process.args[3] == "beat"
+        done = "beat: Starting..." if is_beat else f"{process.name}@{HOSTNAME} ready."
         wait_until(
-            lambda: "beat: Starting..." in process.log_text(),
+            lambda: done in process.log_text(),
             45,
-            message=f"{name} never started",
+            message=f"{process.name} never {'started' if is_beat else 'became ready'}",
             watch=[process],
         )
-        return process
 
     def _start(self, name: str, args: list[str], env: Mapping[str, str] | None) -> ManagedProcess:
         process = ManagedProcess(name, args, env=self.env(env), log_dir=self.log_dir)
@@ -517,9 +527,14 @@ def test_a_timer_still_pending_after_a_restart_runs_no_earlier_than_its_due_at(
     live: LiveLoop,
 ) -> None:
     """Worker and beat stop and come back before the timer's due_at: the timer keeps its
-    original due_at, and the run starts no earlier than it (and within one sweep after it)."""
-    make_partition(team_config("12s"), TEAM_TASKS)
+    original due_at, and the run starts no earlier than it (and within one sweep after it).
+
+    The delay is 12 s, or more where starting worker and beat took long (a loaded machine):
+    three times that start, so the stop and the second start fit before due_at."""
+    started = time.monotonic()
     before = [live.worker("worker"), live.beat("beat")]
+    delay = max(12, math.ceil(3 * (time.monotonic() - started)))
+    make_partition(team_config(f"{delay}s"), TEAM_TASKS)
     set_max("root.team", 100)
     timer = pending_timer("root.team")
     due_at = timer.due_at
