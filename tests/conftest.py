@@ -9,6 +9,12 @@ the servers named by ``DATABASE_URL`` and ``REDIS_URL`` (defaults in
 
 Browser tests (marked ``e2e``) also need Chromium at ``/usr/bin/chromium`` and the
 ``playwright`` package, under the same rule.
+
+Parallel runs (``make test``: pytest-xdist, ``-n 4 --dist loadgroup``): each worker has its own
+PostgreSQL test database (``test_settings``) and its own block of Redis databases
+(``tests/support/processes.py``), checked here before the workers start. Tests listed in
+``XDIST_GROUPS`` run one after another on a single worker; every other test goes to whichever
+worker is free. ``docs/incoming/ci-speed.md`` says when to add a module to a group.
 """
 
 from __future__ import annotations
@@ -20,7 +26,8 @@ from urllib.parse import urlparse
 import pytest
 from django.conf import settings
 
-from tests.e2e.browser import browser_missing_reason
+from tests.e2e.browser import browser_missing_reason, remove_failure_screenshots
+from tests.support.processes import REDIS_DBS_PER_WORKER
 
 IN_CI = os.environ.get("CI", "").strip().lower() in {"1", "true", "yes"}
 DB_FIXTURES = {
@@ -33,6 +40,53 @@ DB_FIXTURES = {
 }
 
 _skipped: dict[str, int] = {}
+
+#: Test files (paths from the checkout) whose tests run on one xdist worker, in file order, as
+#: one work unit of ``--dist loadgroup``, by group name. A file belongs here when its tests share
+#: an expensive module- or package-scoped fixture (started once per worker that runs any of
+#: them), or when running two of them at once would make them compete for the 2 cores in a way
+#: their real-time assertions cannot absorb. Big groups are handed out first (xdist orders work
+#: units by size), so they never end up as the run's tail.
+XDIST_GROUPS: dict[str, str] = {
+    # Browser tests: each group starts one live stack (gunicorn, worker, beat) and one Chromium
+    # (package-scoped fixtures of tests/e2e/conftest.py) and keeps them for all its files. Two
+    # groups of about equal length: two browsers at once, not four.
+    **dict.fromkeys(
+        [
+            "tests/e2e/test_usage_history.py",
+            "tests/e2e/test_live_updates.py",
+            "tests/e2e/test_console_flows.py",
+            "tests/e2e/test_accessibility.py",
+            "tests/e2e/test_visual_language.py",
+            "tests/e2e/test_error_pages.py",
+        ],
+        "e2e-a",
+    ),
+    **dict.fromkeys(
+        [
+            "tests/e2e/test_single_sign_on.py",
+            "tests/e2e/test_content_security_policy.py",
+            "tests/e2e/test_console_basics.py",
+            "tests/e2e/test_browsable_api.py",
+            "tests/e2e/test_cluster_agents.py",
+            "tests/e2e/test_tenant_admin.py",
+            "tests/e2e/test_users_and_timers.py",
+        ],
+        "e2e-b",
+    ),
+    # Real-time assertions against beat's 5 s sweeps (within one sweep after a timer is due):
+    # one live loop at a time.
+    "tests/integration/test_live_loop.py": "live-loop",
+    # `make run` started whole, again and again, with signals sent to its process groups; the
+    # module prepares its SQLite var/ once.
+    "tests/integration/test_run_script.py": "run-script",
+    # Module-scoped fixtures: started or read once per worker that runs any of the module.
+    "tests/integration/test_compose_stack.py": "compose-stack",
+    "tests/integration/test_concurrent_saves.py": "concurrent-saves",
+    "tests/integration/test_kubernetes_manifests.py": "kubernetes-manifests",
+    "tests/agent/test_kube_fixtures.py": "kube-fixtures",
+    "tests/unit/test_grafana_dashboard.py": "grafana-dashboard",
+}
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -63,7 +117,47 @@ def _needs_postgres(item: pytest.Item) -> bool:
     )
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Before a parallel run starts its workers: old failure screenshots go, and the Redis server
+    has a block of databases for each worker, or the run stops at once saying so (instead of
+    failing test by test)."""
+    config = session.config
+    if hasattr(config, "workerinput") or not settings.configured:
+        return
+    workers = config.getoption("numprocesses", None)
+    if not isinstance(workers, int) or workers < 1:
+        return
+    remove_failure_screenshots()
+    if workers < 2 or not _redis_reachable():
+        return
+    import redis
+
+    needed = REDIS_DBS_PER_WORKER * workers
+    client = redis.Redis.from_url(settings.REDIS_URL, db=needed - 1, socket_timeout=5)
+    try:
+        client.ping()
+    except redis.ResponseError as exc:  # "DB index is out of range"
+        pytest.exit(
+            f"{workers} xdist workers need {needed} Redis databases ({REDIS_DBS_PER_WORKER} "
+            f"each) at {settings.REDIS_URL} ({exc}): start redis-server with --databases "
+            f"{needed}, or run fewer workers (make test PYTEST_PARALLEL=)",
+            returncode=pytest.ExitCode.USAGE_ERROR,
+        )
+    finally:
+        client.close()
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of ``XDIST_GROUPS`` (first, so xdist's own hook sees the marks), then
+    skip tests whose services are missing (outside CI)."""
+    for item in items:
+        path = item.nodeid.split("::", 1)[0]
+        group = XDIST_GROUPS.get(path)
+        if group is None and path.startswith("tests/e2e/"):
+            group = "e2e-b"  # a new browser test file: a group with a browser already running
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
     if IN_CI or not settings.configured:  # not configured: run with -p no:django (unit tests)
         return
     available = {"PostgreSQL": _postgres_reachable(), "Redis": _redis_reachable()}

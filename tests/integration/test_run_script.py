@@ -315,7 +315,8 @@ def test_sigterm_to_makes_group_after_a_quiet_start_with_the_final_block_last(st
     """The SIGTERM case of the issue, after checking what a new user sees: the block (URL with
     the port, the account, the new password, how to reset it) is the last thing printed, and an
     idle product then stays quiet (sweeps every 5 s, heartbeats every 10 s, simulator every 3 s:
-    before the fix about 150 lines a minute)."""
+    before the fix about 150 lines a minute). About 25 s: the whole product starts, and it is
+    watched idle for 12 s, long enough to cover every periodic task at least once."""
     run = start_run(through_make=True, ADMIN_USERNAME="newadmin", ADMIN_PASSWORD="")
     run.wait_until_ready()
     base = f"http://127.0.0.1:{run.port}"
