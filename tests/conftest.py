@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 import socket
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit, urlunsplit
 
 import pytest
 from django.conf import settings
@@ -133,7 +133,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     import redis
 
     needed = REDIS_DBS_PER_WORKER * workers
-    client = redis.Redis.from_url(settings.REDIS_URL, db=needed - 1, socket_timeout=5)
+    highest = urlunsplit(urlsplit(settings.REDIS_URL)._replace(path=f"/{needed - 1}"))
+    client = redis.Redis.from_url(highest, socket_timeout=5)
     try:
         client.ping()
     except redis.ResponseError as exc:  # "DB index is out of range"
