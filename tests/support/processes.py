@@ -86,13 +86,18 @@ def redis_db_for_this_worker(db: int) -> int:
 
 def redis_url_for_this_worker(url: str) -> str:
     """``url`` (``REDIS_URL``) with its database number moved into this xdist worker's block;
-    ``url`` itself outside xdist and on ``gw0``. Used by ``scheduler_admin/test_settings.py``."""
-    parts = urlsplit(url)
-    if not xdist_worker_number():
+    ``url`` itself outside xdist and on ``gw0``. Used by ``scheduler_admin/test_settings.py``.
+
+    A process a test starts with the test settings (``manage.py``) inherits both the worker's
+    name and the URL it already moved: a number inside the worker's block stays as it is."""
+    worker = xdist_worker_number()
+    if not worker:
         return url
-    return urlunsplit(
-        parts._replace(path=f"/{redis_db_for_this_worker(int(parts.path.strip('/') or 0))}")
-    )
+    parts = urlsplit(url)
+    db = int(parts.path.strip("/") or 0)
+    if db // REDIS_DBS_PER_WORKER == worker:
+        return url
+    return urlunsplit(parts._replace(path=f"/{redis_db_for_this_worker(db)}"))
 
 
 def isolated_redis_url(url: str, db: int = ISOLATED_REDIS_DB) -> str:
