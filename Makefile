@@ -13,7 +13,7 @@ DEPLOY_ENV := SCHEDULER_ENV=production ALLOWED_HOSTS=scheduler.example.com \
 
 # The suite runs in 4 pytest-xdist workers on the 2 cores: most slow tests wait on processes
 # they started (gunicorn, Celery, Chromium), not on the CPU. Tests that must not share a worker's
-# time with each other run in one group (tests/conftest.py, XDIST_GROUPS). Each worker needs 16
+# time with each other run as one group (tests/conftest.py, XDIST_GROUPS). Each worker needs 16
 # Redis databases of its own (.ci/run starts a server with 64); `PYTEST_PARALLEL=` runs in one
 # process. --durations keeps the slowest tests in sight. How it works: docs/incoming/ci-speed.md.
 PYTEST_PARALLEL ?= -n 4 --dist loadgroup

@@ -148,17 +148,35 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         client.close()
 
 
-@pytest.hookimpl(tryfirst=True)
+def xdist_group_of(path: str) -> str | None:
+    """The ``XDIST_GROUPS`` group of a test file (a path from the checkout), if it has one."""
+    group = XDIST_GROUPS.get(path)
+    if group is None and path.startswith("tests/e2e/"):
+        group = "e2e-b"  # a new browser test file: a group with a browser already running
+    return group
+
+
+@pytest.hookimpl(tryfirst=True, optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """``--dist loadgroup`` with the groups of ``XDIST_GROUPS``: xdist's load-scope scheduler
+    with a test's work unit being its file's group, or the test alone.
+
+    xdist's own loadgroup reads ``xdist_group`` marks through a suffix it appends to each test's
+    node id, which pytest 9 no longer lets a plugin change: its groups silently never formed
+    (every test went to any worker). This asks ``XDIST_GROUPS`` by file instead, in the controller,
+    with no marks at all."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class FileGroupScheduling(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return xdist_group_of(nodeid.split("::", 1)[0]) or nodeid
+
+    return FileGroupScheduling(config, log)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Mark the tests of ``XDIST_GROUPS`` (first, so xdist's own hook sees the marks), then
-    skip tests whose services are missing (outside CI)."""
-    for item in items:
-        path = item.nodeid.split("::", 1)[0]
-        group = XDIST_GROUPS.get(path)
-        if group is None and path.startswith("tests/e2e/"):
-            group = "e2e-b"  # a new browser test file: a group with a browser already running
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
     if IN_CI or not settings.configured:  # not configured: run with -p no:django (unit tests)
         return
     available = {"PostgreSQL": _postgres_reachable(), "Redis": _redis_reachable()}
