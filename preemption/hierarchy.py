@@ -411,7 +411,7 @@ def validate_config(
             found = _findings(config)
     errors = _settings_errors(config.settings)
     if found.structure:
-        return errors + found.structure
+        return errors + found.structure + _beyond_the_structure(config, found.structure)
     for own in found.own:
         errors.extend(own)
     for extra in found.extra:
@@ -420,6 +420,62 @@ def validate_config(
         # YuniKorn's rules read the kept keys; unstorable ones are reported above.
         errors.extend(yunikorn_rule_errors(config))
     return errors
+
+
+def _beyond_the_structure(
+    config: PartitionConfig, structure: list[ConfigError]
+) -> list[ConfigError]:
+    """The other rules' findings in a config whose tree is broken, so that one answer lists
+    every fault: a misspelt name or a duplicate does not hide a guarantee above max elsewhere.
+
+    The rules between queues (effective max, the children's guarantees, the quota delay) need
+    a tree: they are checked on the sound part, the queues reached from root through queues
+    without a structural fault of their own (a broken queue's subtree is left out: its
+    effective values are not known). Each broken queue's own values (properties, resource
+    values) and every queue's kept keys are checked anyway, and YuniKorn's rules on the kept
+    keys run on the whole config, which they tolerate.
+    """
+    broken = {error.queue for error in structure if error.queue is not None}
+    children: dict[str, list[QueueConfig]] = {}
+    for queue in config.queues:
+        if queue.parent is not None and queue.path not in broken:
+            children.setdefault(queue.parent, []).append(queue)
+    root = next(
+        (q for q in config.queues if q.parent is None and q.path == ROOT and q.path not in broken),
+        None,
+    )
+    sound: list[QueueConfig] = [] if root is None else [root]
+    for queue in sound:  # grows while it is walked: parents first
+        sound.extend(children.get(queue.path, ()))
+    errors: list[ConfigError] = []
+    if sound:
+        part = replace(config, queues=tuple(sound))
+        found = _findings(part)
+        if not found.structure:  # by construction; a tree it cannot read adds nothing
+            for own in found.own:
+                errors.extend(own)
+    kept = {queue.path for queue in sound}
+    extras: list[ConfigError] = []
+    for queue in config.queues:
+        if queue.path not in kept:
+            errors.extend(property_errors(queue) + _resource_value_errors(queue))
+        extras.extend(_extra_errors(queue.path, queue.extra))
+    errors.extend(extras)
+    if not extras and not _extra_errors(None, config.settings.extra):
+        errors.extend(yunikorn_rule_errors(config))
+    return errors
+
+
+def with_settings(config: PartitionConfig, settings: PartitionSettings) -> PartitionConfig:
+    """``config`` with other partition settings, keeping what validation found in its queues
+    (those checks read no setting; the settings are checked on every ``validate_config``), so
+    an import validated when its file was read is not validated again when the product's own
+    settings are put back before it is saved (seconds at 18,000 queues)."""
+    changed = replace(config, settings=settings)
+    found = config.__dict__.get("_findings")
+    if found is not None:
+        object.__setattr__(changed, "_findings", found)  # frozen: kept beside the fields
+    return changed
 
 
 def is_validated(config: PartitionConfig) -> bool:
@@ -553,7 +609,11 @@ def guarantees_passed_up(hierarchy: Hierarchy) -> dict[str, dict[str, int]]:
     sum of its children's, so a parent that guarantees nothing passes its children's guarantees
     up to the grandparent instead of hiding them."""
     passed: dict[str, dict[str, int]] = {}
-    for queue in reversed(hierarchy.config.queues):  # children before parents
+    # Children before parents: deepest first (a JSON body may list a child before its parent).
+    deepest_first = sorted(
+        hierarchy.config.queues, key=lambda queue: queue.path.count("."), reverse=True
+    )
+    for queue in deepest_first:
         if any(queue.guaranteed.values()):
             passed[queue.path] = dict(queue.guaranteed)
             continue

@@ -249,6 +249,52 @@ def decide_due(state: ClusterState | DueState, timer: QuotaTimer) -> DueDecision
     return DueDecision.RUN
 
 
+def quota_run_stop_reason(
+    hierarchy: Hierarchy,
+    path: str,
+    usage: Mapping[str, int],
+    target_types: Iterable[str],
+    *,
+    planned_max: Mapping[str, int] | None = None,
+) -> str:
+    """Why a quota preemption run on ``path`` is no longer needed before its next chunk of
+    victims (SPEC 5 "A run stops when it is no longer needed"), or "" while it still is.
+
+    In order: quota preemption is no longer in force for the queue (the partition's switch
+    off, the queue gone, its effective ``quota.preemption.delay`` now 0: what ends a due timer
+    ``cancelled`` in ``decide_due``); then ``usage`` (the queue's, as the engine counts it, with
+    the victims the run already preempted counted as gone) is within the queue's effective max
+    on every type of the run's target (``target_types``): an admin raised or removed the max, or
+    tasks finished. ``planned_max`` (the queue's own max when the run planned) only chooses the
+    words. A run without target types never stops for its usage.
+    """
+    from preemption.explain import amounts  # explain imports the policies, which import this
+
+    if not hierarchy.config.settings.quota_preemption_enabled:
+        return "quota preemption was switched off for the partition"
+    if path not in hierarchy.queues:
+        return f"{path} no longer exists"
+    if _effective_delay(hierarchy, path) <= 0:
+        return f"quota preemption is off for {path}: its quota preemption delay is now 0"
+    types = sorted(set(target_types))
+    limit = hierarchy.effective_max(path)
+    if not types or any(name in limit and usage.get(name, 0) > limit[name] for name in types):
+        return ""
+    now_usage = {name: usage.get(name, 0) for name in types}
+    now_max = {name: limit[name] for name in types if name in limit}
+    own_before = {name: value for name, value in (planned_max or {}).items() if name in types}
+    own_now = {name: value for name, value in hierarchy.queues[path].max.items() if name in types}
+    used = amounts(now_usage)
+    if planned_max is not None and own_now != own_before:
+        now = amounts(own_now) if own_now else "no max"
+        return (
+            f"the max of {path} was raised or removed ({amounts(own_before)} before, {now} "
+            f"now): its usage ({used}) is within its max"
+        )
+    limit_words = amounts(now_max) if now_max else "no max on these types"
+    return f"the usage of {path} ({used}) is within its max ({limit_words}) again"
+
+
 def _related_to_a_run(path: str, state: ClusterState | DueState) -> bool:
     """Whether a run is active on ``path``, an ancestor or a descendant (``Hierarchy.is_within``
     either way, which compares paths): set lookups for the queue and its ancestors; for the

@@ -24,6 +24,7 @@ and under ``properties:``; export always writes the property.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -164,17 +165,20 @@ def load_scheduler_config(
         parser.error("partitions", "must be a non-empty list of partitions")
         partitions = []
     several = len(partitions) > 1
-    parsed: list[tuple[PartitionConfig, dict[str, str]]] = []
+    # (config, where its queues are in the file, how errors name the partition): every
+    # partition read is validated, a duplicate too, so that one answer lists every fault.
+    parsed: list[tuple[PartitionConfig, dict[str, str], str]] = []
     seen: dict[str, str] = {}
     for index, raw in enumerate(partitions):
         name = _partition_name(raw)
-        parser.prefix = f"partition {name}: " if several and name else ""
         where = f"partitions[{index}]" if name is None else f"partition {name}"
+        earlier = seen.get(name.lower()) if name is not None else None
+        label = where if earlier is None else f"partitions[{index}]"
+        parser.prefix = f"{label}: " if several else ""
         locations: dict[str, str] = {}
-        config = _parse_partition(parser, raw, where, lookup, locations)
+        config = _parse_partition(parser, raw, label, lookup, locations, index)
         if config is None:
             continue
-        earlier = seen.get(config.name.lower())
         if earlier is not None:
             message = f"duplicate partition {config.name!r}" + (
                 f" (YuniKorn compares partition names case-insensitively: {earlier!r})"
@@ -182,19 +186,19 @@ def load_scheduler_config(
                 else ""
             )
             parser.error(_at(where, "name"), message)
-            continue
-        seen[config.name.lower()] = config.name
-        parsed.append((config, locations))
+        elif name is not None:
+            seen[name.lower()] = name
+        parsed.append((config, locations, label))
 
     configs: list[PartitionConfig] = []
-    for config, locations in parsed:
-        parser.prefix = f"partition {config.name}: " if several else ""
+    for config, locations, label in parsed:
+        parser.prefix = f"{label}: " if several else ""
         configs.append(config)
         for error in validate_config(config):
             # A partition-level location already names its partition.
             prefix = parser.prefix if error.queue is not None else ""
             parser.errors.append(
-                replace(error, at=prefix + _yaml_location(error, locations, config.name))
+                replace(error, at=prefix + _yaml_location(error, locations, label))
             )
     if parser.errors:
         raise ConfigErrors(parser.errors)
@@ -232,12 +236,13 @@ def _partition_name(raw: object) -> str | None:
 
 
 def _yaml_location(error: ConfigError, locations: dict[str, str], partition: str) -> str:
-    """Translate a validation error's queue and field into where it is in the file."""
+    """Translate a validation error's queue and field into where it is in the file;
+    ``partition`` names the partition (``partition gpu``, ``partitions[1]``)."""
     yaml_field = error.field
     if yaml_field.startswith("extra."):  # kept keys sit beside the others in the file
         yaml_field = yaml_field.removeprefix("extra.")
     if error.queue is None:
-        return _at(f"partition {partition}", yaml_field)
+        return _at(partition, yaml_field)
     base = locations.get(error.queue, error.queue)
     if yaml_field in ("guaranteed", "max") or yaml_field.startswith(("guaranteed.", "max.")):
         yaml_field = f"resources.{yaml_field}"
@@ -250,8 +255,11 @@ def _parse_partition(
     where: str,
     settings_for: SettingsLookup,
     locations: dict[str, str],
+    index: int = 0,
 ) -> PartitionConfig | None:
-    """One partition; fills ``locations`` (queue path -> where it is in the file)."""
+    """One partition; fills ``locations`` (queue path -> where it is in the file). A partition
+    whose name is invalid is reported and still read, under a stand-in name, so that the faults
+    in its queues are listed too."""
     if not isinstance(raw, Mapping):
         parser.error(where, "must be a mapping")
         return None
@@ -262,7 +270,7 @@ def _parse_partition(
             _at(where, "name"),
             f"{raw.get('name')!r} is not a valid partition name (1-64 of a-z A-Z 0-9 _ : # / @ -)",
         )
-        return None
+        name = f"partition-{index}"
 
     enabled, quota_enabled = True, False
     preemption = raw.get("preemption")
@@ -319,18 +327,12 @@ def _parse_queue_list(
         return [QueueConfig.child_of(None, ROOT)]
     names = [item.get("name") for item in raw if isinstance(item, Mapping)]
     if len(raw) == 1 and isinstance(names[0] if names else None, str) and names[0].lower() == ROOT:
-        return _parse_queue(parser, raw[0], ROOT, None, locations)
+        return _parse_queue(parser, raw[0], ROOT, None, locations, ROOT)
     queues = [QueueConfig.child_of(None, ROOT)]
     locations[ROOT] = ROOT
     siblings: dict[str, str] = {}
     for index, item in enumerate(raw):
-        name = item.get("name") if isinstance(item, Mapping) else None
-        if isinstance(name, str) and name.lower() == ROOT:
-            parser.error(
-                _at(where, f"queues[{index}].name"), "root must be the only top-level queue"
-            )
-            continue
-        queues.extend(_parse_child(parser, item, index, ROOT, siblings, locations, where))
+        queues.extend(_parse_child(parser, item, index, ROOT, siblings, locations, ROOT, where))
     return queues
 
 
@@ -341,67 +343,88 @@ def _parse_child(
     parent: str,
     siblings: dict[str, str],
     locations: dict[str, str],
+    parent_shown: str,
     list_where: str | None = None,
 ) -> list[QueueConfig]:
     """Child ``index`` of ``parent``; ``siblings`` maps the lower-cased names seen so far to
-    their spelling, since YuniKorn compares sibling names case-insensitively. ``list_where``
-    locates the list in the file when it is not the parent's own (the partition's top-level
-    list under an implicit root)."""
-    list_at = parent if list_where is None else list_where
-    name = raw.get("name") if isinstance(raw, Mapping) else None
-    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
-        parser.error(
-            _at(list_at, f"queues[{index}].name"),
-            f"{name!r} is not a valid queue name (1-64 of a-z A-Z 0-9 _ : # / @ -)"
-            if isinstance(raw, Mapping)
-            else "must be a mapping",
-        )
+    their spelling, since YuniKorn compares sibling names case-insensitively. ``parent_shown``
+    is how errors name the parent; ``list_where`` locates the list in the file when it is not
+    the parent's own (the partition's top-level list under an implicit root).
+
+    A child that cannot be named as it is (an invalid or duplicate name, a second root) is
+    reported and still read under a stand-in name, so that the faults inside it and below it
+    are listed in the same answer; such a config is never saved."""
+    list_at = parent_shown if list_where is None else list_where
+    if not isinstance(raw, Mapping):
+        parser.error(_at(list_at, f"queues[{index}].name"), "must be a mapping")
         return []
-    earlier = siblings.get(name.lower())
-    if earlier is not None:
-        message = (
+    name = raw.get("name")
+    problem = None
+    if list_where is not None and isinstance(name, str) and name.lower() == ROOT:
+        problem = "root must be the only top-level queue"
+    elif not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        problem = f"{name!r} is not a valid queue name (1-64 of a-z A-Z 0-9 _ : # / @ -)"
+    elif name.lower() in siblings:
+        earlier = siblings[name.lower()]
+        problem = (
             f"duplicate queue name {name!r} under {parent}"
             if earlier == name
             else f"{name!r} and {earlier!r} under {parent} differ only in case; YuniKorn "
             "compares queue names case-insensitively, so they would be one queue"
         )
-        parser.error(_at(list_at, f"queues[{index}].name"), message)
-        return []
+    shown = f"{parent_shown}.{name}" if isinstance(name, str) else _at(list_at, f"queues[{index}]")
+    if problem is not None:
+        parser.error(_at(list_at, f"queues[{index}].name"), problem)
+        name = _stand_in(index, siblings)
     siblings[name.lower()] = name
-    return _parse_queue(parser, raw, f"{parent}.{name}", parent, locations)
+    return _parse_queue(parser, raw, f"{parent}.{name}", parent, locations, shown)
+
+
+def _stand_in(index: int, siblings: dict[str, str]) -> str:
+    """A valid sibling name for a queue whose own name cannot be used (``#3`` for the fourth
+    child), different from every sibling's."""
+    name = f"#{index}"
+    while name.lower() in siblings:
+        name += "#"
+    return name
 
 
 def _parse_queue(
-    parser: _Parser, raw: object, path: str, parent: str | None, locations: dict[str, str]
+    parser: _Parser,
+    raw: object,
+    path: str,
+    parent: str | None,
+    locations: dict[str, str],
+    shown: str,
 ) -> list[QueueConfig]:
-    """One queue (at ``path``) and its subtree, parents first."""
+    """One queue (at ``path``, named ``shown`` in errors) and its subtree, parents first."""
     if not isinstance(raw, Mapping):
-        parser.error(path, "must be a mapping")
+        parser.error(shown, "must be a mapping")
         return []
-    parser.unknown_keys(raw, QUEUE_KEYS, path)
-    name = ROOT if parent is None else str(raw["name"])
+    parser.unknown_keys(raw, QUEUE_KEYS, shown)
+    name = path.rsplit(".", 1)[-1]
 
-    guaranteed, maximum, seed_delay = _parse_resources_block(parser, raw.get("resources"), path)
-    properties = _parse_properties(parser, raw.get("properties"), path)
+    guaranteed, maximum, seed_delay = _parse_resources_block(parser, raw.get("resources"), shown)
+    properties = _parse_properties(parser, raw.get("properties"), shown)
     if seed_delay is not None:
-        _merge_seed_delay(parser, properties, seed_delay, path)
+        _merge_seed_delay(parser, properties, seed_delay, shown)
     extra = {key: raw[key] for key in KEPT_QUEUE_KEYS
              if key in raw}  # fmt: skip
 
     queue = QueueConfig.child_of(
         parent, name, guaranteed=guaranteed, max=maximum, properties=properties, extra=extra
     )
-    locations[queue.path] = path
+    locations[queue.path] = shown
     result = [queue]
     children = raw.get("queues")
     if children is None:
         return result
     if not isinstance(children, list):
-        parser.error(_at(path, "queues"), "must be a list of queues")
+        parser.error(_at(shown, "queues"), "must be a list of queues")
         return result
     siblings: dict[str, str] = {}
     for index, child in enumerate(children):
-        result.extend(_parse_child(parser, child, index, queue.path, siblings, locations))
+        result.extend(_parse_child(parser, child, index, queue.path, siblings, locations, shown))
     return result
 
 
@@ -416,17 +439,50 @@ def _parse_resources_block(
     parser.unknown_keys(raw, RESOURCE_KEYS, _at(path, "resources"))
     parsed: list[dict[str, int]] = []
     for kind in ("guaranteed", "max"):
-        try:
-            parsed.append(
-                resources.parse_resources(
-                    raw.get(kind), field=f"resources.{kind}", yunikorn=parser.yunikorn_quantities
-                )
-            )
-        except resources.ResourceErrors as exc:
-            for error in exc.errors:
-                parser.error(_at(path, error.field), error.message)
-            parsed.append({})
+        amounts, errors = _readable_resources(
+            raw.get(kind), field=f"resources.{kind}", yunikorn=parser.yunikorn_quantities
+        )
+        for error in errors:
+            parser.error(_at(path, error.field), error.message)
+        parsed.append(amounts)
     return parsed[0], parsed[1], raw.get(PROPERTY_QUOTA_DELAY)
+
+
+#: Text YAML 1.1 reads as a number but YuniKorn, reading the value as text, does not:
+#: digit separators (``1_000``), base 60 (``1:30``), a plus sign, hexadecimal, octal, binary.
+_YAML_NUMBER_FORM = re.compile(r"[-+]?(0[xob][0-9a-fA-F_]+|[0-9][0-9_]*(:[0-9_]+)+|[0-9]*_[0-9_]*)")
+
+
+def _readable_resources(
+    raw: object, *, field: str, yunikorn: bool
+) -> tuple[dict[str, int], list[resources.QuantityError]]:
+    """The quantities of a ``guaranteed`` or ``max`` block that can be read, and an error for
+    each that cannot: one bad value does not hide the others from the rules between queues."""
+    try:
+        return resources.parse_resources(raw, field=field, yunikorn=yunikorn), []
+    except resources.ResourceErrors as exc:
+        if not isinstance(raw, Mapping):
+            return {}, list(exc.errors)
+    amounts: dict[str, int] = {}
+    errors: list[resources.QuantityError] = []
+    for name, value in raw.items():
+        try:
+            amounts.update(resources.parse_resources({name: value}, field=field, yunikorn=yunikorn))
+        except resources.ResourceErrors as exc:
+            errors.extend(_with_number_hint(error, value) for error in exc.errors)
+    return dict(sorted(amounts.items())), errors
+
+
+def _with_number_hint(error: resources.QuantityError, value: object) -> resources.QuantityError:
+    """``error``, saying why when the text is a number to YAML but not to YuniKorn."""
+    if isinstance(value, str) and (value.startswith("+") or _YAML_NUMBER_FORM.fullmatch(value)):
+        return resources.QuantityError(
+            error.field,
+            f"{error.message} (YuniKorn reads quantities as the text written, and {value!r} is "
+            "a number only to YAML 1.1: write plain digits with an optional suffix, such as 1000 "
+            "or '10Gi')",
+        )
+    return error
 
 
 def _parse_properties(parser: _Parser, raw: object, path: str) -> dict[str, str]:

@@ -5,7 +5,9 @@
 # Called by `make run`. Environment: PORT (default 8000), SCHEDULER_VAR_DIR (default var/),
 # ADMIN_USERNAME/ADMIN_PASSWORD (manage.py ensure_admin), ACCESS_LOG=1 (gunicorn's access log,
 # off by default: the console polls), LOG_LEVEL (the workers' and beat's, default INFO),
-# PROMETHEUS_MULTIPROC_DIR (default var/metrics, emptied at start).
+# PROMETHEUS_MULTIPROC_DIR (default var/metrics, emptied at start), WEB_TIMEOUT and
+# REQUEST_DEADLINE (web's worker timeout and the product's deadline below it, read by
+# gunicorn.conf.py and the settings as in docker-compose).
 #
 # Stopping. Any number and mix of SIGINT, SIGTERM and SIGHUP, to this script or to the whole
 # process group of `make run` (Ctrl-C, a closed terminal, `kill`), stops every process it started
@@ -233,7 +235,8 @@ show_block() {
   [ -n "${SCHEDULER_VAR_DIR:-}" ] && env_prefix+=" SCHEDULER_VAR_DIR=$SCHEDULER_VAR_DIR"
   local rule="========================================================================"
   say "" "$rule" "Scheduler Admin is running at $BASE_URL/" \
-    "  REST API:      API=$BASE_URL/api/v1   (the README's curl examples use \$API)" \
+    "  REST API:      API=$BASE_URL/api/v1   (the curl examples of the docs use \$API)" \
+    "  Help:          $BASE_URL/docs/   (each console page's Help link opens its part)" \
     "  Sign in as:    $user"
   [ -n "$admin_note" ] && say "$admin_note" | sed 's/^/  /'
   say "  Reset the password: $env_prefix .venv/bin/python manage.py changepassword $user"

@@ -23,24 +23,33 @@ same whether it exists or not (``outside_reason``). Inside, a missing queue is a
 everyone.
 
 A user's role and grants are read once per request and kept on the user object (the request's
-user is a new object each request); ``fresh=True`` reads them again, which services do under
-the partition lock (``authorizer``) so that a grant revoked while its holder saves cannot let
-the save through: revoking takes the same lock.
+user is a new object each request); ``fresh=True`` reads them again, which services do inside
+the write's transaction (``authorizer``): first the account itself under its row locks (the
+user still active, the API token the request came with not revoked, ``recheck_identity``),
+then the partition lock, then the role and the grants. A token revoked, a role lowered, a user
+deactivated or a grant revoked while a write is in flight is therefore seen by that write, or
+waited for: the change takes a lock the write holds (``scheduler_admin.lock_order``, level 1
+for the account, level 2 for grants), so once the change has returned, no write of that token
+or user commits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
 from django.core.exceptions import PermissionDenied
 from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
 from django.db.models.functions import Cast
+from django.utils import timezone
+from rest_framework.exceptions import AuthenticationFailed
 
 from scheduler_admin.accounts.roles import ADMIN, OPERATOR, ROLES, VIEWER, role_of
+from scheduler_admin.lock_order import lock_partition, lock_token_shared, lock_user_shared
 from scheduler_admin.queues.models import Partition
 
 User = AbstractBaseUser | AnonymousUser
@@ -226,19 +235,75 @@ def outside_reason(
     return f"{words[0].upper()}{words[1:]} only: {what} is outside."
 
 
-def authorizer(
-    user: User | None, action: str, queue_path: str | None
-) -> Callable[[Partition], None]:
-    """The check a service runs inside its transaction, before its first write: lock the
-    partition row (a grant is revoked under that lock too, ``accounts.grants``) and decide on
-    the role and grants as they are now. So a save that began before a revocation either
-    finished before it (and was allowed then), or waits for it and is refused."""
+#: Where ``tokens.ApiTokenAuthentication`` notes on the request's user which API token it came
+#: with, so the write's own check can find the token again (``recheck_identity``).
+API_TOKEN_ATTRIBUTE = "_api_token_id"  # noqa: S105 - an attribute name, not a secret
 
-    def authorize(partition: Partition) -> None:
-        Partition.objects.select_for_update().filter(pk=partition.pk).values_list("pk").first()
-        require(user, action, partition.name, queue_path, fresh=True)
 
-    return authorize
+class Authorize(Protocol):
+    """The in-write authorization a service calls first in its transaction (``authorizer``):
+    ``partition`` None for a partition the write creates; ``exclusive`` is the partition lock
+    the write needs (``lock_order``, level 2)."""
+
+    def __call__(self, partition: Partition | None, /, *, exclusive: bool = True) -> None: ...
+
+
+@dataclass(frozen=True)
+class InWriteAuthorization:
+    """``authorizer``'s check; see there."""
+
+    user: User | None
+    action: str
+    queue_path: str | None
+
+    def __call__(self, partition: Partition | None, /, *, exclusive: bool = True) -> None:
+        recheck_identity(self.user)  # lock order level 1: the account
+        if partition is not None:
+            lock_partition(partition.pk, exclusive=exclusive)  # level 2: the partition row
+        require(
+            self.user, self.action, partition.name if partition is not None else None,
+            self.queue_path, fresh=True,
+        )  # fmt: skip
+
+
+def authorizer(user: User | None, action: str, queue_path: str | None) -> Authorize:
+    """The check a service runs first inside its transaction, before any write, in the lock
+    order (``scheduler_admin.lock_order``): the account is checked again under its row locks
+    (``recheck_identity``: still active, its API token not revoked), the partition row is
+    locked (a grant is given or revoked under that lock, ``accounts.grants``), and the role and
+    grants are read as they are now. So a write that began before a revocation either commits
+    before it (and was allowed then), or waits for it and is refused: after a token is revoked,
+    a role lowered, a user deactivated or a grant revoked, no write of theirs commits."""
+    return InWriteAuthorization(user, action, queue_path)
+
+
+def recheck_identity(user: User | None) -> None:
+    """Inside a write's transaction (lock order level 1): lock the acting user's row ``FOR
+    SHARE`` and the API token the request came with ``FOR KEY SHARE``, and refuse when the user
+    was deactivated or deleted, or the token revoked or expired, since the request was
+    authenticated. Account changes lock the user's row (``accounts.services``) and revoking a
+    token deletes its row, so either waits for this write to commit, or this check waits for
+    the change and sees it. A token's refusal is the 401 of an unknown token; a session user's
+    a 403 (``PermissionDenied``, which the console shows too)."""
+    if user is None or not user.is_authenticated:
+        raise PermissionDenied("Sign in first.")
+    stored = lock_user_shared(get_user_model()._meta.db_table, user.pk)
+    token_id = getattr(user, API_TOKEN_ATTRIBUTE, None)
+    if token_id is not None:
+        from scheduler_admin.accounts.tokens import ApiToken
+
+        token = lock_token_shared(ApiToken._meta.db_table, token_id)
+        if token is None:
+            raise AuthenticationFailed("Invalid token: it was revoked.")
+        expires_at = token[0]
+        if isinstance(expires_at, datetime) and timezone.is_naive(expires_at):
+            expires_at = timezone.make_aware(expires_at, UTC)  # SQLite keeps UTC without offset
+        if isinstance(expires_at, datetime) and expires_at <= timezone.now():
+            raise AuthenticationFailed("Token expired.")
+        if stored is None or not stored[0]:
+            raise AuthenticationFailed("User inactive or deleted.")
+    elif stored is None or not stored[0]:
+        raise PermissionDenied("Your account was deactivated.")
 
 
 # ---- what a user sees -----------------------------------------------------------------------

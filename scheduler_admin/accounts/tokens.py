@@ -31,6 +31,8 @@ from django.utils import timezone
 from rest_framework import exceptions
 from rest_framework.authentication import TokenAuthentication
 
+from scheduler_admin.accounts.permissions import API_TOKEN_ATTRIBUTE
+
 #: New keys start with this, so a leaked key is recognisable (secret scanners, logs).
 KEY_PREFIX = "sa_"
 #: Characters of a key kept in clear to tell tokens apart: ``sa_`` and 6 of its 43 random ones.
@@ -129,6 +131,8 @@ class ApiTokenAuthentication(TokenAuthentication):
         if not token.user.is_active:
             raise exceptions.AuthenticationFailed("User inactive or deleted.")
         record_use(token, now)
+        # The write's own check finds the token again by this (``permissions.recheck_identity``).
+        setattr(token.user, API_TOKEN_ATTRIBUTE, token.pk)
         return token.user, token
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -20,8 +21,12 @@ from scheduler_admin.agents.models import COUNT_KEYS, ClusterAgent
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import record_event
 from scheduler_admin.limits import cap_text
+from scheduler_admin.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.services import newest_revision_number
+
+if TYPE_CHECKING:
+    from scheduler_admin.accounts.permissions import Authorize
 
 
 @dataclass(frozen=True)
@@ -53,18 +58,23 @@ def config_revision(partition: Partition) -> int | None:
     return newest_revision_number(partition)
 
 
+@retry_on_conflict
 def record_heartbeat(
     partition: Partition,
     beat: Heartbeat,
     *,
     actor: AbstractBaseUser | None,
     now: datetime | None = None,
+    authorize: Authorize | None = None,
 ) -> ClusterAgent:
     """Store ``beat`` as the state of the partition's agent of that name, creating it on its
     first heartbeat.
 
-    One transaction:
+    One transaction, its locks in the order of ``scheduler_admin.lock_order``:
 
+    0. the caller's in-write authorization (``authorize``: the account checked again, then the
+       partition row, shared), or the partition row alone, shared (the agent's row references
+       it);
     1. lock the agent's row, or create it (``get_or_create`` on a locking queryset: two first
        heartbeats of one new name racing both try the insert; the unique constraint lets one
        through, and the other, its savepoint rolled back, waits for that row and locks it), so
@@ -77,6 +87,10 @@ def record_heartbeat(
     now = now or timezone.now()
     values = beat.fields()
     with transaction.atomic():
+        if authorize is not None:
+            authorize(partition, exclusive=False)
+        else:
+            lock_partition(partition.pk, exclusive=False)
         agent, created = ClusterAgent.objects.select_for_update().get_or_create(
             partition=partition,
             name=beat.name,

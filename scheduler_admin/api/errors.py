@@ -4,8 +4,10 @@ Every error response is ``{"detail": str, "code": str, "errors": {field: [messag
 (``errors`` empty when no field is at fault). Services raise domain exceptions; this handler turns
 them into 400 (``ConfigErrors``, ``IngestErrors``, a malformed body), 404 (``NotFound``), 409
 (``StaleVersion``), 413 (a body over ``REQUEST_MAX_BYTES`` or a config over
-``CONFIG_MAX_BYTES``). A browser that navigates to the API without signing in is redirected to
-the sign-in page instead of a 401.
+``CONFIG_MAX_BYTES``), 503 with ``Retry-After`` (a write PostgreSQL still ended as a deadlock or
+serialization victim after the service's own attempts, ``lock_order.retry_on_conflict``: the
+client may send it again; never a 500). A browser that navigates to the API without signing in
+is redirected to the sign-in page instead of a 401.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from scheduler_admin.api.exceptions import ErrorWithFields
 from scheduler_admin.cluster.services import IngestErrors
 from scheduler_admin.enforcement.evictions import OrderNotFound
 from scheduler_admin.enforcement.timers import TimerNotFound
+from scheduler_admin.lock_order import is_write_conflict
 from scheduler_admin.queues.services import NotFound, StaleVersion
 from scheduler_admin.queues.yaml_io import ConfigTooLarge
 
@@ -89,6 +92,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponseBa
             error_body("The cluster state is not valid.", "invalid", exc.errors),
             status=status.HTTP_400_BAD_REQUEST,
         )
+    if is_write_conflict(exc):
+        response = Response(
+            error_body("The write met a concurrent one and was not saved; send it again.", "busy"),
+            status=status.HTTP_503_SERVICE_UNAVAILABLE,
+        )
+        response["Retry-After"] = "1"
+        return response
     if isinstance(exc, StaleVersion):
         body = error_body(str(exc), "stale_version")
         body["current_version"] = exc.current

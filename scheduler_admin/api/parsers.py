@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
-from rest_framework.parsers import FormParser, JSONParser
+from rest_framework.parsers import BaseParser, FormParser, JSONParser
 
 from preemption.config import shown, text_problem
 from scheduler_admin import limits
@@ -160,6 +160,32 @@ class ConfigJSONParser(SafeJSONParser):
     def max_bytes(self) -> int:
         return settings.CONFIG_MAX_BYTES
 
+
+class QueuesYAMLParser(BaseParser):
+    """A YuniKorn ``queues.yaml`` body: handed on as the bytes sent, since reading it (size
+    cap, YAML with YuniKorn's types, every error with its line) is
+    ``queues.yaml_io.parse_queues_yaml``'s job."""
+
+    media_type = "application/yaml"
+
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
+        return stream.read() if stream is not None else b""
+
+
+class LegacyQueuesYAMLParser(QueuesYAMLParser):
+    """``application/x-yaml``, the type many tools still send for YAML."""
+
+    media_type = "application/x-yaml"
+
+
+class TextQueuesYAMLParser(QueuesYAMLParser):
+    """``text/yaml``."""
+
+    media_type = "text/yaml"
+
+
+#: The YAML types a config body may come as.
+YAML_BODY_PARSERS = [QueuesYAMLParser, LegacyQueuesYAMLParser, TextQueuesYAMLParser]
 
 #: Flat bodies (a comment and a version, or nothing) may also be sent as a form: revert, queue
 #: DELETE, abort, cancel, ack. Bodies that nest are JSON only.

@@ -33,6 +33,7 @@ class AuditKind(models.TextChoices):
     RUN_ATTEMPT_FAILED = "run.attempt_failed", "Preemption run attempt failed"
     RUN_FAILED = "run.failed", "Preemption run failed"
     RUN_ABORTED = "run.aborted", "Preemption run aborted"
+    RUN_STOPPED = "run.stopped", "Preemption run stopped (no longer needed)"
     VICTIM_PREEMPTED = "victim.preempted", "Victim preempted"
     EVICTION_ACKNOWLEDGED = "eviction.acknowledged", "Eviction acknowledged"
     EVICTION_DELIVERY_FAILED = "eviction.delivery_failed", "Eviction webhook failed"
@@ -54,6 +55,8 @@ class AuditKind(models.TextChoices):
     GRANT_CHANGED = "grant.changed", "Queue grant role changed"
     GRANT_REVOKED = "grant.revoked", "Queue grant revoked"
     USER_GROUPS_CHANGED = "user.groups_changed", "User groups changed"
+    # Passwords change in the product, never in the Django admin (issue 23, no back doors).
+    USER_PASSWORD_CHANGED = "user.password_changed", "User password changed"
 
 
 class AuditEvent(models.Model):

@@ -7,5 +7,6 @@ baseline is the floor the same work could reach (a bare view, the same decisions
 raw transaction, a plain sort), so a loaded machine slows both.
 
 A measurement tool, not a test: it prints numbers and asserts nothing. ``--only SECTION`` runs
-one section (``api``, ``runs``, ``acks``, ``engine``); ``--keep`` keeps the database.
+one section (``api``, ``runs``, ``acks``, ``engine``, ``config``: the largest config the size cap
+allows, imported and replaced); ``--keep`` keeps the database.
 """

@@ -30,7 +30,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 from django.contrib.auth.models import AbstractBaseUser
@@ -61,7 +61,11 @@ from scheduler_admin.limits import (
     QUEUE_PATH_MAX_LENGTH,
     RESOURCE_NAME_MAX_LENGTH,
 )
+from scheduler_admin.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.queues.models import Partition
+
+if TYPE_CHECKING:
+    from scheduler_admin.accounts.permissions import Authorize
 
 TOP_KEYS = {"nodes", "allocations", "asks", "budgets", "remove", "replace"}
 REMOVE_KEYS = {"nodes", "allocations", "asks", "budgets"}
@@ -335,6 +339,23 @@ class ClusterStateBody:
     #: The body is the partition's whole state: what it does not list is removed.
     replace: bool = False
 
+    def is_empty(self) -> bool:
+        """Nothing to upsert or remove, and not a replace push (an empty replace push is a
+        cluster with nothing in it, and empties the partition's state)."""
+        return not self.replace and not any(
+            (self.nodes, self.allocations, self.asks, self.budgets, self.removed_nodes,
+             self.removed_allocations, self.removed_asks, self.removed_budgets)
+        )  # fmt: skip
+
+
+#: Why an empty push is refused: ``{}`` (or lists with nothing in them) is almost always a
+#: client that built its body wrong, and answering 200 told it all was well.
+EMPTY_PUSH = (
+    "the body holds nothing to push: give nodes, allocations, asks or budgets to add or "
+    'change, or remove; a push with "replace": true may list nothing (the partition\'s state '
+    "is then emptied)"
+)
+
 
 def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
     """Check a cluster-state body against ``partition`` (its leaf queues and nodes) and return
@@ -406,23 +427,34 @@ def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
     )
 
 
+@retry_on_conflict
 def ingest_cluster_state(
-    partition: Partition, body: object, *, actor: AbstractBaseUser | None, audit: bool = True
+    partition: Partition,
+    body: object,
+    *,
+    actor: AbstractBaseUser | None,
+    audit: bool = True,
+    authorize: Authorize | None = None,
 ) -> IngestResult:
     """Apply a cluster-state body to ``partition`` atomically, or raise ``IngestErrors``.
 
-    Steps, in one transaction:
+    Steps, in one transaction, its locks in the order of ``scheduler_admin.lock_order``:
 
-    1. check the whole body (``parse_cluster_state``); nothing is written unless it is valid;
-    2. take the partition's ingest lock (PostgreSQL; SQLite's IMMEDIATE transactions already
+    1. check the whole body (``parse_cluster_state``); nothing is written unless it is valid,
+       and a body with nothing to push (``{}``, empty lists) is refused (``EMPTY_PUSH``);
+    2. run the caller's in-write authorization (``authorize``: the account checked again, then
+       the partition row locked, shared), or lock the partition row alone, shared: the push
+       inserts rows that reference it, and a run's writer takes it before the tasks and asks
+       this push locks (``lock_order`` level 2);
+    3. take the partition's ingest lock (PostgreSQL; SQLite's IMMEDIATE transactions already
        run one writer at a time), so two agents pushing at once apply one after the other and
        each sees exactly what it changed;
-    3. compare every item with its stored row and write only new and changed rows
+    4. compare every item with its stored row and write only new and changed rows
        (``_write``), then the removals (``_remove``: the ``remove`` lists and, for a
        ``replace`` push, everything of the partition the body does not list);
-    4. record one ``state.ingested`` audit event with the counts, but only when something
+    5. record one ``state.ingested`` audit event with the counts, but only when something
        changed: an agent repeating the same state every few seconds writes nothing at all;
-    5. once committed, analyse the tables the push changed a large part of (``analyse_after``).
+    6. once committed, analyse the tables the push changed a large part of (``analyse_after``).
 
     ``audit=False`` is for the demo simulator's churn only: it stands in for the cluster, and a
     ``state.ingested`` event per step (about 1,200 an hour) would bury the admins' changes and
@@ -430,7 +462,13 @@ def ingest_cluster_state(
     something is audited.
     """
     state = parse_cluster_state(partition, body)
+    if state.is_empty():
+        raise IngestErrors({"body": [EMPTY_PUSH]})
     with transaction.atomic():
+        if authorize is not None:
+            authorize(partition, exclusive=False)
+        else:
+            lock_partition(partition.pk, exclusive=False)
         _lock_partition_state(partition)
         removals = _removals(partition, state)
         result = _write(partition, state, removals)

@@ -40,6 +40,7 @@ from django.db import models, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from scheduler_admin.accounts.permissions import Authorize
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.audit.services import actor_name, new_event, record_event, record_events
 from scheduler_admin.cluster.locking import lock_allocations
@@ -51,6 +52,7 @@ from scheduler_admin.enforcement.models import (
     EvictionStatus,
 )
 from scheduler_admin.limits import ACKNOWLEDGED_BY_MAX_LENGTH, cap_text
+from scheduler_admin.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.observability import metrics
 from scheduler_admin.queues.models import Partition
 
@@ -66,19 +68,34 @@ class OrderNotFound(Exception):
     """No eviction order with that id in the partition (HTTP 404)."""
 
 
+@retry_on_conflict
 def acknowledge_eviction(
     order_id: int, *, partition_name: str | None = None, actor: AbstractBaseUser | None,
-    via: str = "api",
+    via: str = "api", authorize: Authorize | None = None,
 ) -> EvictionOrder:  # fmt: skip
     """Mark the order acknowledged (outcome ``evicted``: the cluster or the webhook receiver
     says it carried the eviction out) and release its allocation, if it is still there;
-    acknowledging twice is harmless (the second call changes nothing and writes no event)."""
+    acknowledging twice is harmless (the second call changes nothing and writes no event).
+
+    Locks in the order of ``lock_order``: ``authorize`` (the in-write authorization: the
+    account, then the partition row) or the partition row alone, shared; then the order's row
+    (only it: the partition and the victim are read, not locked); then the task."""
     now = timezone.now()
     with transaction.atomic():
-        orders = EvictionOrder.objects.select_for_update().select_related("partition", "victim")
+        found = EvictionOrder.objects.filter(pk=order_id)
         if partition_name is not None:
-            orders = orders.filter(partition__name=partition_name)
-        order = orders.filter(pk=order_id).first()
+            found = found.filter(partition__name=partition_name)
+        partition_id = found.values_list("partition_id", flat=True).first()
+        partition = Partition.objects.filter(pk=partition_id).first() if partition_id else None
+        if partition is None:
+            raise OrderNotFound(f"no eviction order {order_id}")
+        _lock_partition_for(partition, authorize)
+        order = (
+            EvictionOrder.objects.select_for_update(of=("self",))
+            .select_related("partition", "victim")
+            .filter(pk=order_id)
+            .first()
+        )
         if order is None:
             raise OrderNotFound(f"no eviction order {order_id}")
         if order.status == EvictionStatus.ACKNOWLEDGED:
@@ -127,12 +144,14 @@ class AckResult(models.TextChoices):
     NOT_FOUND = "not_found", "No such order in the partition (nothing changed)"
 
 
+@retry_on_conflict
 def acknowledge_evictions(
     partition: Partition,
     items: list[tuple[int, str]],
     *,
     actor: AbstractBaseUser | None,
     via: str = "api",
+    authorize: Authorize | None = None,
 ) -> list[tuple[int, AckResult]]:
     """Acknowledge many orders of ``partition`` at once: ``items`` are ``(order id, outcome)``
     (an ``AckOutcome``), ids distinct. Returns each id with what was done, in the items' order.
@@ -144,11 +163,15 @@ def acknowledge_evictions(
     acknowledged is left as it is and reported so (idempotent: an agent may send an
     acknowledgement again after a lost answer); an id that names no order of the partition is
     reported ``not_found`` and changes nothing.
+
+    Locks in the order of ``lock_order``: ``authorize`` (or the partition row alone, shared),
+    the orders in id order, then their tasks in id order.
     """
     now = timezone.now()
     outcomes = dict(items)
     results: dict[int, AckResult] = {}
     with transaction.atomic():
+        _lock_partition_for(partition, authorize)
         rows = list(
             EvictionOrder.objects.select_for_update(of=("self",))
             .filter(partition=partition, pk__in=list(outcomes))
@@ -205,19 +228,22 @@ class ClusterReport:
     code: int | None = None
 
 
+@retry_on_conflict
 def report_evictions(
     partition: Partition,
     reports: list[ClusterReport],
     *,
     actor: AbstractBaseUser | None,
     now: datetime | None = None,
+    authorize: Authorize | None = None,
 ) -> list[tuple[int, ReportResult]]:
     """Keep on each pending order what the cluster answered when it tried to carry it out
     (``reports``: order ids distinct). Returns each id with what was done, in the reports'
     order.
 
-    One transaction:
+    One transaction, its locks in the order of ``lock_order``:
 
+    0. ``authorize`` (the in-write authorization), or the partition row alone, shared;
     1. lock the partition's orders named (in id order, as acknowledgements lock them: a report
        and a bulk acknowledgement of the same orders never deadlock, and a report never writes
        over an order acknowledged meanwhile, since it reads the status under the lock);
@@ -236,6 +262,7 @@ def report_evictions(
     results: dict[int, ReportResult] = {}
     events: list[AuditEvent] = []
     with transaction.atomic():
+        _lock_partition_for(partition, authorize)
         rows = list(
             EvictionOrder.objects.select_for_update(of=("self",))
             .filter(partition=partition, pk__in=list(wanted))
@@ -274,6 +301,16 @@ def report_evictions(
         record_events(events)
     return [(report.order_id, results.get(report.order_id, ReportResult.NOT_FOUND))
             for report in reports]  # fmt: skip
+
+
+def _lock_partition_for(partition: Partition, authorize: Authorize | None) -> None:
+    """The first locks of an acknowledgement or a report (``lock_order`` levels 1 and 2): the
+    in-write authorization of the caller when there is one, else the partition row alone;
+    shared either way (these writes leave the partition as it is)."""
+    if authorize is not None:
+        authorize(partition, exclusive=False)
+    else:
+        lock_partition(partition.pk, exclusive=False)
 
 
 def _report_event(

@@ -95,6 +95,8 @@ class RunStatus(models.TextChoices):
     RUNNING = "running", "Running"
     FINISHED = "finished", "Finished"
     FAILED = "failed", "Failed"
+    #: Ended before its last victim because it was no longer needed (SPEC 5): ``stop_reason``.
+    STOPPED = "stopped", "Stopped (no longer needed)"
 
 
 ACTIVE_RUN_STATUSES = (RunStatus.PENDING, RunStatus.RUNNING)
@@ -129,8 +131,10 @@ class PreemptionRun(models.Model):
     Steps (``services.runs``): a sweep creates it ``pending``; a worker claims it (``running``,
     new fence token, lease); the first step plans and stores the victims as ``RunVictim`` rows
     and every explained candidate, with its facts and reason, as a ``RunCandidate`` row; then
-    each victim is preempted (idempotently); the run ends ``finished`` with the plan's outcome. A
-    resumed run (after its worker died) finishes the stored victim list and never plans again.
+    each victim is preempted (idempotently); the run ends ``finished`` with the plan's outcome,
+    or ``stopped`` before a chunk when it is no longer needed (``stop_reason``), or ``failed``
+    (aborted, or out of attempts: ``error``). A resumed run (after its worker died) finishes the
+    stored victim list and never plans again.
     """
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="runs")
@@ -163,6 +167,10 @@ class PreemptionRun(models.Model):
     #: queue, priority, resources, ...), or the job. Empty until planned.
     subject = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
+    #: Why a ``stopped`` run was no longer needed (its queue back within max, quota preemption
+    #: off, its ask no longer pending), in words. The database default lets a process still on
+    #: the code before it insert runs.
+    stop_reason = models.TextField(blank=True, default="", db_default="")
 
     objects = RunQuerySet.as_manager()
 

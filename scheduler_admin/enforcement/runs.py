@@ -23,24 +23,35 @@ Lifecycle of a run:
    died finds ``planned`` set and never selects again.
 4. **Executed**: in chunks of ``RUN_EVICTION_BATCH`` victims, in order, one transaction each
    (``_preempt_chunk``): each victim is marked preempted (once), gets one eviction order (unique
-   per allocation) and turns ``preempting``, with one audit event. Every chunk first checks that
-   the queue's token is still the run's: a worker that lost its lease writes nothing.
-5. **Finished** with the plan's outcome. ``reap_stale_runs`` re-enqueues runs whose lease
+   per allocation) and turns ``preempting``, with one audit event. Every chunk first checks,
+   under the run's lock, that the run is still running and the queue's token still the run's
+   (``_fence``): a worker that lost its lease, or whose run an admin aborted, writes nothing.
+5. **Stopped**, when no longer needed (SPEC 5): before each chunk the run checks again whether
+   it is still needed (``_no_longer_needed``): a quota run whose queue is back within its max on
+   every type of its target (the max raised or removed, tasks finished; the victims it already
+   preempted count as gone), or for which quota preemption is no longer in force (the
+   partition's switch, the queue's effective delay 0, the queue deleted); an ask's or a job's
+   run whose ask is no longer pending. It then ends ``stopped`` with the reason and preempts
+   nothing more; the victims already preempted stay preempted.
+6. **Finished** with the plan's outcome. ``reap_stale_runs`` re-enqueues runs whose lease
    expired (the worker died or stalled).
-6. **Failed**, when it cannot finish: an attempt that raises records its error and hands the run
+7. **Failed**, when it cannot finish: an attempt that raises records its error and hands the run
    back (its lease ends, so the reaper re-enqueues it); a worker that dies mid-run leaves its
    lease to expire. After ``RUN_MAX_ATTEMPTS`` claims the run ends ``failed`` with the error,
    which releases its queue (and its relatives' timers) instead of blocking them forever. An
    admin can also abort an active run (``abort_run``). Either way the queue's fencing token is
    raised, so a worker still holding the run writes nothing more; victims already preempted
    stay preempted (their eviction orders stand), and the dashboard raises an alert.
+
+Every transaction here takes its locks in the order ``scheduler_admin.lock_order`` writes down
+(the partition row before the run's row, the run's row before the queue's fencing token), and
+is run again when PostgreSQL still ends it as a deadlock victim (``retry_on_conflict``).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
@@ -54,11 +65,13 @@ from preemption import model as engine
 from preemption import timers as engine_timers
 from preemption.model import Options, Outcome, Plan
 from preemption.policies import plan_ask, plan_quota
+from scheduler_admin.accounts.permissions import Authorize
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.audit.services import actor_name, new_event, record_events
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state
 from scheduler_admin.cluster.locking import lock_allocations, lock_asks
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
+from scheduler_admin.cluster.usage import ENGINE_STATES, leaf_usage
 from scheduler_admin.enforcement.models import (
     ACTIVE_RUN_STATUSES,
     EvictionOrder,
@@ -76,15 +89,17 @@ from scheduler_admin.enforcement.timers import (
     timer_event,
 )
 from scheduler_admin.limits import WORKER_NAME_MAX_LENGTH
+from scheduler_admin.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.observability import metrics
 from scheduler_admin.queues.models import Partition
-from scheduler_admin.queues.saved import current_config
+from scheduler_admin.queues.saved import current_config, current_tree
 
 logger = logging.getLogger(__name__)
 
 
 class StaleRun(Exception):
-    """The queue's fencing token moved on: another worker owns this run now."""
+    """The run is no longer this worker's to write: it ended (an admin aborted it, it failed)
+    or the queue's fencing token moved on (another worker owns it now)."""
 
 
 class RunNotFound(Exception):
@@ -97,6 +112,8 @@ class RunNotActive(Exception):
 
 #: Longest error text stored on a run (the full traceback goes to the worker's log).
 ERROR_MAX_LENGTH = 2000
+#: The ``outcome`` label a stopped run is counted under in the metrics.
+STOPPED_OUTCOME = "stopped"
 
 
 def _enqueue(run_id: int) -> None:
@@ -160,10 +177,10 @@ def _lock_run_creation(partition: Partition) -> None:
     preempt from the same tasks (over-preemption), or plans an ask on victims the first run just
     took. Checks of other runs made after this lock see every run committed before it, and no
     run can be created in the partition until this transaction ends. The lock is the partition
-    row (a config save takes it too, briefly); on SQLite the IMMEDIATE transaction already holds
-    the database's single write lock.
+    row, exclusive (a config save takes it too, briefly; level 2 of ``lock_order``); on SQLite
+    the IMMEDIATE transaction already holds the database's single write lock.
     """
-    Partition.objects.select_for_update().filter(pk=partition.pk).values_list("pk").first()
+    lock_partition(partition.pk, exclusive=True)
 
 
 def _creation_time(now: datetime) -> datetime:
@@ -230,6 +247,7 @@ def _sweep_partition_timers(partition: Partition, now: datetime) -> list[int]:
         return []
 
 
+@retry_on_conflict
 def decide_due_timers(partition: Partition, now: datetime, read: SweepRead) -> list[int]:
     """Decide and write every due timer of the partition in one transaction, under the
     run-creation lock (``_lock_run_creation``); returns the ids of the runs created.
@@ -486,36 +504,49 @@ def _start_ask_run(
     trigger, trigger_id = ("job", ask.job) if is_job else ("ask", ask.id)
     described = Described.of(state, plan, trigger_id or ask.id, options)
     try:
-        with transaction.atomic():
-            _lock_run_creation(partition)
-            stale = _stale_ask_plan(partition, ask, plan, trigger, trigger_id)
-            if stale:
-                logger.info("%s %s: no run this sweep: %s", trigger, trigger_id, stale)
-                return None
-            now = _creation_time(now)
-            run = PreemptionRun.objects.create(
-                partition=partition,
-                policy=plan.policy,
-                queue_path=ask.queue,
-                trigger=trigger,
-                trigger_id=trigger_id,
-                created_at=now,
-                soft_eviction=is_job and options.soft_eviction,
-            )
-            _store_plan(run, plan, described)
-            _reserve_nodes(partition, ask, plan)
-            _run_event(
-                AuditKind.RUN_STARTED,
-                run,
-                at=now,
-                summary=f"{plan.policy} run {run.pk} for {trigger} {trigger_id}: "
-                f"{len(plan.victims)} victims on {plan.node or 'several nodes'}",
-                data={"run": run.pk, "policy": str(plan.policy), "victims": list(plan.victims)},
-            )
-            _enqueue(run.pk)
-            return run
+        return _create_ask_run(
+            partition, ask, plan, now, described, trigger=trigger, trigger_id=trigger_id,
+            soft=is_job and options.soft_eviction,
+        )  # fmt: skip
     except IntegrityError:
         return None  # another run on this queue started meanwhile: try on the next sweep
+
+
+@retry_on_conflict
+def _create_ask_run(
+    partition: Partition, ask: engine.Ask, plan: Plan, now: datetime, described: Described,
+    *, trigger: str, trigger_id: str, soft: bool,
+) -> PreemptionRun | None:  # fmt: skip
+    """The write of ``_start_ask_run``: under the run-creation lock (the partition row,
+    exclusive, then the asks it nominates: ``lock_order`` levels 2 and 9)."""
+    with transaction.atomic():
+        _lock_run_creation(partition)
+        stale = _stale_ask_plan(partition, ask, plan, trigger, trigger_id)
+        if stale:
+            logger.info("%s %s: no run this sweep: %s", trigger, trigger_id, stale)
+            return None
+        now = _creation_time(now)
+        run = PreemptionRun.objects.create(
+            partition=partition,
+            policy=plan.policy,
+            queue_path=ask.queue,
+            trigger=trigger,
+            trigger_id=trigger_id,
+            created_at=now,
+            soft_eviction=soft,
+        )
+        _store_plan(run, plan, described)
+        _reserve_nodes(partition, ask, plan)
+        _run_event(
+            AuditKind.RUN_STARTED,
+            run,
+            at=now,
+            summary=f"{plan.policy} run {run.pk} for {trigger} {trigger_id}: "
+            f"{len(plan.victims)} victims on {plan.node or 'several nodes'}",
+            data={"run": run.pk, "policy": str(plan.policy), "victims": list(plan.victims)},
+        )
+        _enqueue(run.pk)
+        return run
 
 
 def _stale_ask_plan(
@@ -563,7 +594,9 @@ def execute_run(run_id: int, *, worker: str) -> PreemptionRun | None:
     """Claim, plan (once) and execute the run; returns it, or None if not ours to run.
 
     Safe to call any number of times: a finished run is left alone, a run owned by a live
-    worker is not claimed, and a resumed run continues with the victims already stored.
+    worker is not claimed, and a resumed run continues with the victims already stored. A run
+    that is no longer needed stops before its next chunk (``_preempt_victims``) and is not
+    finished.
     """
     token = claim_run(run_id, worker=worker)
     if token is None:
@@ -572,10 +605,13 @@ def execute_run(run_id: int, *, worker: str) -> PreemptionRun | None:
     try:
         if not run.planned:
             _plan_run(run, token)
-        _preempt_victims(run, token)
-        _finish_run(run, token)
+        if _preempt_victims(run, token):
+            _finish_run(run, token)
     except StaleRun:
-        logger.warning("run %s: lost its lease to another worker; stopping without writing", run_id)
+        logger.warning(
+            "run %s: ended meanwhile (aborted?) or taken over by another worker; stopping "
+            "without writing", run_id,
+        )  # fmt: skip
         return None
     except Exception as exc:
         # Whatever failed was rolled back with its transaction; the steps done before it stand.
@@ -588,19 +624,16 @@ def execute_run(run_id: int, *, worker: str) -> PreemptionRun | None:
     return run
 
 
+@retry_on_conflict
 def claim_run(run_id: int, *, worker: str, now: datetime | None = None) -> int | None:
     """Take the run for this worker: raise the queue's fencing token and give the run the new
     value with a fresh lease. Returns the token, or None when the run is finished or another
-    worker holds a live lease on it."""
+    worker holds a live lease on it. Locks in the order of ``lock_order``: the partition row
+    (shared), the run's row, the queue's fencing token (``_lock_run``, ``_raise_token``)."""
     now = now or timezone.now()
     worker = worker[:WORKER_NAME_MAX_LENGTH]
     with transaction.atomic():
-        run = (
-            PreemptionRun.objects.select_for_update()
-            .select_related("partition")
-            .filter(pk=run_id)
-            .first()
-        )
+        run = _lock_run(run_id)
         if run is None or run.status not in ACTIVE_RUN_STATUSES:
             return None
         if run.status == RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at > now:
@@ -642,9 +675,28 @@ def claim_run(run_id: int, *, worker: str, now: datetime | None = None) -> int |
     return lock.token
 
 
+def _lock_run(run_id: int) -> PreemptionRun | None:
+    """Lock order (``lock_order``) levels 2 and 5: the run's partition row, shared, then the
+    run's own row (and only it: ``of``, or the partition row would be locked exclusive by the
+    join); the run as it is now, or None when there is no such run."""
+    partition_id = (
+        PreemptionRun.objects.filter(pk=run_id).values_list("partition_id", flat=True).first()
+    )
+    if partition_id is None:
+        return None
+    lock_partition(partition_id, exclusive=False)
+    return (
+        PreemptionRun.objects.select_for_update(of=("self",))
+        .select_related("partition")
+        .filter(pk=run_id)
+        .first()
+    )
+
+
 def _raise_token(run: PreemptionRun) -> QueueLock:
-    """Raise the queue's fencing token (inside a transaction): whoever held the old value can
-    write nothing more for this queue's runs."""
+    """Raise the queue's fencing token (inside a transaction, the run's row locked before it:
+    ``lock_order`` level 6): whoever held the old value can write nothing more for this queue's
+    runs."""
     lock, _ = QueueLock.objects.select_for_update().get_or_create(
         partition=run.partition, queue_path=run.queue_path
     )
@@ -653,6 +705,7 @@ def _raise_token(run: PreemptionRun) -> QueueLock:
     return lock
 
 
+@retry_on_conflict
 def _attempt_failed(run: PreemptionRun, token: int, error: str) -> None:
     """Record a failed attempt (fenced: only the run's owner may). The last allowed attempt
     ends the run ``failed``; an earlier one gives the run back with an expired lease, so the
@@ -660,7 +713,7 @@ def _attempt_failed(run: PreemptionRun, token: int, error: str) -> None:
     now = timezone.now()
     error = error[:ERROR_MAX_LENGTH]
     with transaction.atomic():
-        _check_token(run, token, now)
+        _fence(run, token, now)
         run.refresh_from_db(fields=["attempt"])
         if run.attempt >= settings.RUN_MAX_ATTEMPTS:
             _raise_token(run)
@@ -705,33 +758,34 @@ def _end_failed(
     )
 
 
+@retry_on_conflict
 def abort_run(
     run_id: int,
     *,
     actor: AbstractBaseUser | None,
     reason: str = "",
-    authorize: Callable[[Partition], None] | None = None,
+    authorize: Authorize | None = None,
 ) -> PreemptionRun:
     """An admin ends an active run: it is marked ``failed`` with who aborted it and why, its
     queue's fencing token is raised (a worker still executing it writes nothing more), and its
     queue is free again. Victims already preempted stay preempted. Raises ``RunNotFound`` or
     ``RunNotActive`` (already ended).
 
-    ``authorize`` runs first in the transaction, on the run's partition: it locks the partition
-    row before the run's, the order run creation takes them (``_lock_run_creation``)."""
+    Locks in the order of ``lock_order``, the order of every write of the worker executing the
+    run: ``authorize`` (the in-write authorization) first, on the run's partition (the account,
+    then the partition row, shared), then the run's row, then the queue's fencing token. The
+    worker's chunk in flight, if any, holds the run's row: the abort waits for it to commit,
+    and every later chunk finds the run ended and writes nothing. So once the abort has
+    answered, no victim is preempted (SPEC 5: "An admin's abort takes effect before the next
+    victim")."""
     now = timezone.now()
     with transaction.atomic():
+        partition = Partition.objects.filter(runs__pk=run_id).first()
+        if partition is None:
+            raise RunNotFound(f"no run {run_id}")
         if authorize is not None:
-            partition = Partition.objects.filter(runs__pk=run_id).first()
-            if partition is None:
-                raise RunNotFound(f"no run {run_id}")
-            authorize(partition)
-        run = (
-            PreemptionRun.objects.select_for_update()
-            .select_related("partition")
-            .filter(pk=run_id)
-            .first()
-        )
+            authorize(partition, exclusive=False)
+        run = _lock_run(run_id)
         if run is None:
             raise RunNotFound(f"no run {run_id}")
         if run.status not in ACTIVE_RUN_STATUSES:
@@ -744,14 +798,29 @@ def abort_run(
     return run
 
 
-def _check_token(run: PreemptionRun, token: int, now: datetime) -> None:
-    """Inside a write's transaction: extend the lease (the run is alive), then lock the queue's
-    token row and insist it is still ours (raising rolls the lease back with the rest).
+def _fence(run: PreemptionRun, token: int, now: datetime) -> None:
+    """The first step of every write of the run's worker (plan, each chunk of victims, finish,
+    a failed attempt), inside its transaction, in the order of ``lock_order``: the partition
+    row, shared; then the run's row, whose status must still be ``running`` (an admin's abort,
+    once committed, has ended it: nothing is written after it); the lease is extended (the run
+    is alive); then the queue's fencing-token row, which must still hold the run's token (a
+    worker that lost its lease writes nothing). Raising rolls the lease back with the rest.
 
-    Lock order: the run's row first, then the token row, as ``claim_run`` and ``abort_run``
-    take them. The other order let an abort (or a takeover claim) and a writing worker each
-    hold one lock and wait for the other: PostgreSQL then kills one of them as a deadlock.
+    The run's row stays locked until the write commits, so an abort waits for the chunk in
+    flight and every victim of that chunk is preempted before the abort commits, never after.
+    The partition row comes first because the chunk's new eviction orders reference it: taken
+    after the run's row, it let an abort (which holds the partition row, then wants the run's)
+    and the chunk each wait for the other until PostgreSQL killed one of them.
     """
+    lock_partition(run.partition_id, exclusive=False)
+    status = (
+        PreemptionRun.objects.select_for_update()
+        .filter(pk=run.pk)
+        .values_list("status", flat=True)
+        .first()
+    )
+    if status != RunStatus.RUNNING:
+        raise StaleRun(run.pk)
     PreemptionRun.objects.filter(pk=run.pk).update(
         lease_expires_at=now + timedelta(seconds=settings.RUN_LEASE_SECONDS)
     )
@@ -782,8 +851,16 @@ def _plan_run(run: PreemptionRun, token: int) -> None:
     )
     plan = plan_quota(state, run.queue_path, now)
     described = Described.of(state, plan, run.queue_path)
+    _store_planned(run, token, plan, described, now)
+
+
+@retry_on_conflict
+def _store_planned(
+    run: PreemptionRun, token: int, plan: Plan, described: Described, now: datetime
+) -> None:
+    """The write of ``_plan_run``, fenced (``_fence``)."""
     with transaction.atomic():
-        _check_token(run, token, now)
+        _fence(run, token, now)
         vanished = _store_plan(run, plan, described)
         _run_event(
             AuditKind.RUN_PLANNED,
@@ -848,14 +925,16 @@ def _store_plan(run: PreemptionRun, plan: Plan, described: Described) -> list[st
     return vanished
 
 
-def _preempt_victims(run: PreemptionRun, token: int) -> None:
-    """Preempt the stored victims not preempted yet, in order, a chunk per transaction.
+def _preempt_victims(run: PreemptionRun, token: int) -> bool:
+    """Preempt the stored victims not preempted yet, in order, a chunk per transaction; False
+    when the run stopped before a chunk because it is no longer needed (``_preempt_chunk``).
 
     A chunk is ``RUN_EVICTION_BATCH`` victims (one with ``EVICTION_PACING_SECONDS`` set: a paced
     run spreads its evictions one by one, sleeping between them). Each chunk is fenced like a
-    single write was (``_check_token``: lease extended, token checked, once per chunk) and
-    commits on its own, so a worker that dies between chunks leaves every victim either
-    preempted with its order or untouched, and the worker that resumes the run takes the rest.
+    single write was (``_fence``: the run still running, lease extended, token checked, once
+    per chunk, under the run's lock for the whole chunk) and commits on its own, so a worker
+    that dies between chunks leaves every victim either preempted with its order or untouched,
+    and the worker that resumes the run takes the rest.
 
     A chunk that fails for another reason than the fence (a refused insert, say) is rolled back
     whole and done again one victim at a time: the victims before the one that fails are
@@ -869,7 +948,8 @@ def _preempt_victims(run: PreemptionRun, token: int) -> None:
         if start and pacing:
             time.sleep(pacing)  # spread evictions out (also lets tests stop a worker mid-run)
         try:
-            _preempt_chunk(run, chunk, token)
+            if not _preempt_chunk(run, chunk, token):
+                return False
         except StaleRun:
             raise
         except Exception:
@@ -877,14 +957,21 @@ def _preempt_victims(run: PreemptionRun, token: int) -> None:
                 raise
             logger.warning("run %s: a chunk of %s victims failed; one by one", run.pk, len(chunk))
             for victim in chunk:
-                _preempt_chunk(run, [victim], token)
+                if not _preempt_chunk(run, [victim], token):
+                    return False
+    return True
 
 
-def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> None:
+@retry_on_conflict
+def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> bool:
     """Preempt stored victims exactly once, in one transaction under the run's fence: mark
     them, create their eviction orders, turn their allocations ``preempting`` (they no longer
-    count towards usage) and audit each, with a few statements for the whole chunk.
+    count towards usage) and audit each, with a few statements for the whole chunk. Returns
+    False, having preempted nothing, when the run is no longer needed: it ends ``stopped``.
 
+    0. Fence and re-check (``_fence``, ``_no_longer_needed``): the run must still be running
+       with its token, and still needed, judged under the partition lock, on the config as
+       saved now and the usage as it is now.
     1. Mark: the victims still unmarked are read and marked (the fence's lock on the queue's
        token row keeps any other writer of this run out until the transaction ends).
     2. Orders: inserted with ``ON CONFLICT DO NOTHING``; a task another run already evicts
@@ -894,14 +981,18 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
        every writer of many allocations locks them, then one update).
     4. One ``victim.preempted`` audit event per order created, as before (one insert).
     """
-    now = timezone.now()
     by_pk = {victim.pk: victim for victim in victims}
     with transaction.atomic():
-        _check_token(run, token, now)
+        _fence(run, token, timezone.now())
+        now = timezone.now()  # after the locks: the moment these victims are really taken
+        why = _no_longer_needed(run)
+        if why:
+            _end_stopped(run, now, why, token)
+            return False
         unmarked = RunVictim.objects.filter(pk__in=list(by_pk), preempted_at__isnull=True)
         marked = sorted(unmarked.values_list("pk", flat=True), key=lambda pk: by_pk[pk].position)
         if not marked:
-            return
+            return True
         RunVictim.objects.filter(pk__in=marked).update(preempted_at=now)
         EvictionOrder.objects.bulk_create(
             [
@@ -928,7 +1019,7 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
             logger.info("run %s: %s already have an eviction order", run.pk, ", ".join(skipped))
         created = [by_pk[pk] for pk in marked if pk in orders]
         if not created:
-            return
+            return True
         # In id order, as a cluster-state push locks them (``cluster.locking``).
         lock_allocations(run.partition, [victim.allocation_id for victim in created])
         Allocation.objects.filter(
@@ -963,12 +1054,97 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
             ]
         )
         metrics.victims_preempted(run, created)
+    return True
 
 
+def _no_longer_needed(run: PreemptionRun) -> str:
+    """Why the run should stop before its next chunk (SPEC 5 "A run stops when it is no longer
+    needed"), "" while it is still needed. Called under the chunk's locks: a config save takes
+    the partition row exclusive, so it either committed before this check (which sees the new
+    max or switch) or waits for the chunk to commit (``lock_order`` level 2)."""
+    if run.policy == engine.PolicyName.QUOTA:
+        return _quota_no_longer_needed(run)
+    return _ask_no_longer_pending(run)
+
+
+def _quota_no_longer_needed(run: PreemptionRun) -> str:
+    """The quota run's queue as it is now (``timers.quota_run_stop_reason``): the partition's
+    switch and the config as saved now, the queue's usage as the engine counts it (running
+    tasks of its configured subtree), less the victims this run preempted whose tasks still
+    count as running (the cluster reported them running again before it evicted them)."""
+    partition = Partition.objects.get(pk=run.partition_id)  # its settings as saved now
+    _config, hierarchy = current_tree(partition)
+    path = run.queue_path
+    target = {name: value for name, value in (run.subject.get("target") or {}).items() if value}
+    types = set(target) or {name for amounts in run.targets.values() for name in amounts}
+    usage: dict[str, int] = {}
+    if path in hierarchy.queues:
+        subtree = [queue for queue in hierarchy.queues if _within(queue, path)]
+        for summed in leaf_usage(
+            partition, names=types, paths=subtree, states=ENGINE_STATES, grouped=False
+        ):
+            usage = dict(summed.resources)
+        for resources in _preempted_but_running(run):
+            for name, value in resources.items():
+                usage[name] = usage.get(name, 0) - value
+    return engine_timers.quota_run_stop_reason(
+        hierarchy, path, usage, types, planned_max=run.subject.get("max")
+    )
+
+
+def _preempted_but_running(run: PreemptionRun) -> list[dict[str, int]]:
+    """Resources of the tasks of this run's preempted victims that still count as running."""
+    taken = run.victims.filter(preempted_at__isnull=False).values("allocation_id")
+    return list(
+        Allocation.objects.filter(
+            partition_id=run.partition_id, external_id__in=taken, state=AllocationState.RUNNING
+        ).values_list("resources", flat=True)
+    )
+
+
+def _ask_no_longer_pending(run: PreemptionRun) -> str:
+    """An ask's run stops when its ask is no longer pending (scheduled, removed); a job's when
+    none of the job's asks is."""
+    pending = Ask.objects.filter(partition_id=run.partition_id, state=AskState.PENDING)
+    if run.trigger == "job":
+        if not pending.filter(job=run.trigger_id).exists():
+            return f"job {run.trigger_id} has no pending ask any more"
+    elif run.trigger == "ask" and not pending.filter(external_id=run.trigger_id).exists():
+        return f"ask {run.trigger_id} is no longer pending"
+    return ""
+
+
+def _within(path: str, root: str) -> bool:
+    return path == root or path.startswith(root + ".")
+
+
+def _end_stopped(run: PreemptionRun, now: datetime, reason: str, token: int) -> None:
+    """End the run ``stopped`` with ``reason`` (inside the chunk's fenced transaction): its
+    queue and relatives are free again, the victims already preempted stay preempted."""
+    preempted = run.victims.filter(preempted_at__isnull=False).count()
+    total = run.victims.count()
+    PreemptionRun.objects.filter(pk=run.pk).update(
+        status=RunStatus.STOPPED, finished_at=now, lease_expires_at=None, stop_reason=reason
+    )
+    metrics.run_ended(run, outcome=STOPPED_OUTCOME, ended_at=now)
+    _run_event(
+        AuditKind.RUN_STOPPED,
+        run,
+        at=now,
+        summary=f"Run {run.pk} of {run.queue_path} stopped after {preempted} of {total} "
+        f"victims, no longer needed: {reason}",
+        data={
+            "run": run.pk, "reason": reason, "preempted": preempted, "victims": total,
+            "fence_token": token,
+        },
+    )  # fmt: skip
+
+
+@retry_on_conflict
 def _finish_run(run: PreemptionRun, token: int) -> None:
     now = timezone.now()
     with transaction.atomic():
-        _check_token(run, token, now)
+        _fence(run, token, now)
         PreemptionRun.objects.filter(pk=run.pk).update(
             status=RunStatus.FINISHED, finished_at=now, lease_expires_at=None
         )

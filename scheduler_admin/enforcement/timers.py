@@ -11,7 +11,7 @@ It also gives the sweep of due timers (``runs.sweep_due_quota_timers``) what it 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -21,10 +21,12 @@ from django.utils import timezone
 from preemption import timers as engine
 from preemption.config import PartitionConfig
 from preemption.durations import format_duration
+from scheduler_admin.accounts.permissions import Authorize
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.audit.services import actor_name, new_event
 from scheduler_admin.cluster.usage import ENGINE_STATES, leaf_usage, resource_names
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
+from scheduler_admin.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_tree
 
@@ -82,29 +84,40 @@ def apply_config_change(
         _record(kind, row, actor, at, f"{verb}: due in {format_duration(timer.delay)}")
 
 
+@retry_on_conflict
 def cancel_timer(
     timer_id: int,
     *,
     actor: AbstractBaseUser | None,
     partition: Partition | None = None,
     comment: str = "",
-    authorize: Callable[[Partition], None] | None = None,
+    authorize: Authorize | None = None,
 ) -> QuotaTimer:
     """An operator stops a pending timer before it falls due (audited, with their optional
     ``comment`` saying why). With ``partition``, a timer of another partition counts as
     unknown: callers that reached it through a partition's URL can never cancel another
     partition's timer, even if their own lookup were wrong.
 
-    ``authorize`` (with ``partition``) runs first in the transaction: it locks the partition
-    row, as a config save does before it locks timers, so the two never wait on each other in
-    opposite orders (``accounts.permissions.authorizer``)."""
+    ``authorize`` (with ``partition``) runs first in the transaction: it checks the account and
+    locks the partition row (shared), before the timer's row, as a config save and a sweep lock
+    the partition before they lock timers: the order of ``lock_order``, so none of them waits
+    for another in the opposite order (``accounts.permissions.authorizer``)."""
     now = timezone.now()
     comment = " ".join(comment.split())  # one line in the audit summary and its exports
     with transaction.atomic():
         if authorize is not None:
             if partition is None:
                 raise ValueError("authorize needs the timer's partition")
-            authorize(partition)
+            authorize(partition, exclusive=False)
+        else:
+            timers = QuotaTimer.objects.filter(id=timer_id)
+            partition_id = (
+                partition.pk
+                if partition is not None
+                else timers.values_list("partition_id", flat=True).first()
+            )
+            if partition_id is not None:
+                lock_partition(partition_id, exclusive=False)
         pending = QuotaTimer.objects.select_for_update().select_related("partition")
         if partition is not None:
             pending = pending.filter(partition=partition)

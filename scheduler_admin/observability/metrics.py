@@ -90,7 +90,9 @@ RUNS = Counter(
     "scheduler_admin_runs",
     "Preemption runs ended, by partition, policy and outcome: the plan's outcome (complete, "
     "best_effort, short, does_not_help, not_triggered) for a finished run, failed for a run "
-    "that gave up after RUN_MAX_ATTEMPTS, aborted for one an admin aborted.",
+    "that gave up after RUN_MAX_ATTEMPTS, aborted for one an admin aborted, stopped for one "
+    "that ended early because it was no longer needed (its queue back within max, quota "
+    "preemption switched off, its ask no longer pending).",
     ["partition", "policy", "outcome"],
     registry=REGISTRY,
 )
@@ -120,7 +122,8 @@ RUN_DURATION_SECONDS = Histogram(
 )
 
 
-#: Every counter and histogram (the README and the Grafana dashboard's test list them).
+#: Every counter and histogram (docs/reference/metrics.md and the Grafana dashboard's test list
+#: them; tests/unit/test_docs_site.py checks the first).
 COUNTERS = (RUNS, VICTIMS)
 HISTOGRAMS = (EVICTION_ACK_SECONDS, RUN_DURATION_SECONDS)
 
@@ -140,7 +143,8 @@ def _after_commit(observe: Callable[[], None]) -> None:
 
 
 def run_ended(run: PreemptionRun, *, outcome: str, ended_at: datetime) -> None:
-    """A run ended (finished with ``outcome``, or ``failed``/``aborted``) at ``ended_at``."""
+    """A run ended (finished with ``outcome``, or ``failed``/``aborted``/``stopped``) at
+    ``ended_at``."""
     partition, policy = run.partition.name, str(run.policy)
     started = run.started_at
     duration = (ended_at - started).total_seconds() if started is not None else None

@@ -22,7 +22,7 @@ from django.test import Client
 
 from scheduler_admin.accounts.grants import give_grant
 from scheduler_admin.audit.models import AuditEvent
-from scheduler_admin.queues.models import ConfigRevision, Queue
+from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
 from tests.api.conftest import Live, role_client
 from tests.integration.test_compose_stack import settings_variables
 from tests.support.console import signed_in_client
@@ -142,7 +142,8 @@ def test_a_write_from_the_page_needs_the_csrf_token_and_the_role(live):
 def test_the_html_form_of_a_flat_body_is_accepted_with_its_csrf_field(live):
     """The page's HTML form posts ``csrfmiddlewaretoken`` with the fields: not an unknown field."""
     admin, token = _csrf_client("admin")
-    form = f"csrfmiddlewaretoken={token}&comment=from+the+form"
+    version = Partition.objects.get(name="default").version
+    form = f"csrfmiddlewaretoken={token}&comment=from+the+form&version={version}"
     response = admin.post(f"{API}/revisions/1/revert", form,
                           content_type="application/x-www-form-urlencoded")  # fmt: skip
     assert response.status_code == 201, response.content

@@ -263,12 +263,32 @@ def test_the_same_body_twice_is_audited_once_and_the_second_changes_nothing(
     )
 
 
-def test_an_empty_body_changes_nothing_and_is_not_audited(demo_partition, operator, writer):
-    for body in ({}, {"nodes": [], "allocations": [], "remove": {}}):
-        response = operator.post(STATE, body, format="json")
-        assert response.status_code == 200
-        assert not any(any(c.values()) for c in response.json()["changed"].values())
-    assert ingest_events() == 0
+@pytest.mark.parametrize(
+    "body",
+    [
+        {},
+        {"nodes": [], "allocations": [], "remove": {}},
+        {"asks": [], "budgets": [], "remove": {"nodes": [], "allocations": []}},
+        {"replace": False},
+    ],
+)
+def test_an_empty_push_is_a_400_naming_the_body_and_changes_nothing(loaded, operator, body):
+    """A push with nothing in it is almost always a client that built its body wrong: it used
+    to answer 200 as if all were well."""
+    before = snapshot()
+    response = operator.post(STATE, body, format="json")
+    assert response.status_code == 400, response.content
+    assert "nothing to push" in response.json()["errors"]["body"][0]
+    assert snapshot() == before
+    assert ingest_events() == 1  # the loading push's, none more
+
+
+def test_an_empty_replace_push_is_an_empty_cluster(loaded, operator, writer):
+    """With ``replace`` an empty body says the cluster holds nothing: it is taken, and empties
+    the partition's state (an agent of an empty cluster sends exactly this)."""
+    response = operator.post(STATE, {"replace": True}, format="json")
+    assert response.status_code == 200, response.content
+    assert (Node.objects.count(), Allocation.objects.count()) == (0, 0)
 
 
 def test_a_changed_allocation_is_one_more_event_with_what_changed(loaded, operator, writer):

@@ -224,9 +224,18 @@ def test_revisions_list_detail_diff_and_revert(busy, operator, admin):
     ]
     assert_error(admin.get(f"{API}/revisions/2/?against=9"), 400, "against")
     assert_error(operator.post(f"{API}/revisions/1/revert", {}, format="json"), 403)
-    reverted = admin.post(f"{API}/revisions/1/revert", {"comment": "undo"}, format="json")
+    # A revert replaces the whole config: it needs the partition version read (like a PUT).
+    assert_error(admin.post(f"{API}/revisions/1/revert", {"comment": "undo"}, format="json"),
+                 400, "version")  # fmt: skip
+    assert_error(admin.post(f"{API}/revisions/1/revert", {"version": 1}, format="json"), 409)
+    assert ConfigRevision.objects.count() == 2
+    reverted = admin.post(f"{API}/revisions/1/revert", {"comment": "undo", "version": 2},
+                          format="json")  # fmt: skip
     assert reverted.status_code == 201 and reverted.json()["reverted_from"] == 1
-    assert_error(admin.post(f"{API}/revisions/9/revert", {}, format="json"), 404)
+    etag = '"config-default-v3"'
+    by_header = admin.post(f"{API}/revisions/2/revert", {}, format="json", HTTP_IF_MATCH=etag)
+    assert by_header.status_code == 201, by_header.content
+    assert_error(admin.post(f"{API}/revisions/9/revert", {"version": 4}, format="json"), 404)
 
 
 def test_simulate_plans_without_saving(busy, viewer):

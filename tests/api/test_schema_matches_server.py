@@ -16,7 +16,7 @@ import yaml
 from django.conf import settings
 
 from scheduler_admin.enforcement.models import QuotaTimer
-from scheduler_admin.queues.models import ConfigRevision, Queue
+from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
 from tests.api.conftest import TOKEN_USER_PASSWORD, role_client
 from tests.api.test_schema_conformance import CHECKS
 
@@ -48,7 +48,7 @@ def test_revert_answers_201_with_the_new_revision_and_200_when_nothing_changed(a
         path,
         "POST",
         path_parameters=params,
-        body={"comment": "x"},
+        body={"comment": "x", "version": Partition.objects.get(name="default").version},
         media_type="application/json",
     )
     assert response.status_code == 200 and response.json()["changed"] is False
@@ -67,7 +67,7 @@ def test_revert_answers_201_with_the_new_revision_and_200_when_nothing_changed(a
         path,
         "POST",
         path_parameters=params,
-        body="comment=back",
+        body=f"comment=back&version={Partition.objects.get(name='default').version}",
         media_type="application/x-www-form-urlencoded",
     )
     assert response.status_code == 201
@@ -163,7 +163,7 @@ def test_required_fields_are_the_ones_the_server_requires(schema):
     assert _required(schema, f"{P}/queues/", "post") >= {"comment", "parent", "name"}
     assert _required(schema, f"{P}/", "patch") == {"comment"}
     assert _required(schema, f"{P}/config", "put") >= {"comment", "version"}
-    assert _required(schema, f"{P}/revisions/{{number}}/revert", "post") == set()
+    assert _required(schema, f"{P}/revisions/{{number}}/revert", "post") == {"version"}
 
 
 def test_nested_bodies_are_json_only_and_every_body_may_be_413(schema):

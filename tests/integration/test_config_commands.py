@@ -202,7 +202,9 @@ BAD_INPUTS = {
     ),
     "fractional bytes": (
         REALISTIC.replace("max: {memory: 100G}", "max: {memory: 1.5}"),
-        "partition default: root.prod.web.frontend@eu: resources.max.memory: 1.5 is a floating",
+        # YuniKorn reads the text "1.5" (not a float), and takes whole numbers only.
+        "partition default: root.prod.web.frontend@eu: resources.max.memory: '1.5': YuniKorn "
+        "takes whole numbers only",
     ),
     "unknown suffix": (
         REALISTIC.replace("max: {memory: 50G}", "max: {memory: 50GB}"),
@@ -284,15 +286,50 @@ def test_revert_command_restores_an_old_revision(tmp_path):
     run("import_config", write(tmp_path, REALISTIC))
     changed = REALISTIC.replace("max: {memory: 300Gi}", "max: {memory: 250Gi}")
     run("import_config", write(tmp_path, changed, "changed.yaml"))
-    output = run("revert_config", "--partition", "default", "--to", "1")
+    version = Partition.objects.get(name="default").version
+    revert = ("revert_config", "--partition", "default", "--to", "1")
+    output = run(*revert, "--partition-version", str(version))
     assert "revision 3 restores revision 1" in output
     revisions = {r.number: r for r in Partition.objects.get(name="default").revisions.all()}
     assert revisions[3].snapshot == revisions[1].snapshot
-    assert "already equals revision 1" in run(
-        "revert_config", "--partition", "default", "--to", "1"
-    )
+    version = Partition.objects.get(name="default").version
+    assert "already equals revision 1" in run(*revert, "--partition-version", str(version))
 
 
 def test_revert_command_errors_name_the_problem():
     with pytest.raises(CommandError, match="partition 'nope' does not exist"):
-        run("revert_config", "--partition", "nope", "--to", "1")
+        run("revert_config", "--partition", "nope", "--to", "1", "--partition-version", "1")
+
+
+def test_the_revert_command_needs_the_version_reviewed_and_refuses_a_stale_one(tmp_path):
+    """A revert replaces the whole config: without the version the admin reviewed, or with one
+    a later save made stale, it changes nothing and the error names the option and the version
+    the partition is at now."""
+    run("import_config", write(tmp_path, REALISTIC))
+    changed = REALISTIC.replace("max: {memory: 300Gi}", "max: {memory: 250Gi}")
+    run("import_config", write(tmp_path, changed, "changed.yaml"))
+    revisions = ConfigRevision.objects.count()
+    with pytest.raises(CommandError, match=r"--partition-version: .* at version 2 now"):
+        run("revert_config", "--partition", "default", "--to", "1")
+    with pytest.raises(CommandError, match=r"--partition-version: .* changed since version 1 .*"
+                       r"at version 2 now"):  # fmt: skip
+        run("revert_config", "--partition", "default", "--to", "1", "--partition-version", "1")
+    assert ConfigRevision.objects.count() == revisions
+
+
+def test_import_prints_the_warnings_the_console_and_the_api_show(tmp_path):
+    """Valid settings worth a second look never block an import, and are printed (stderr)
+    both by a dry run and by the import itself: the same lines the console's preview shows."""
+    text = REALISTIC.replace("max: {memory: 300Gi}", "max: {memroy: 300Gi}")
+    path = write(tmp_path, text)
+    typo = (
+        f"{path}: warning: partition default: queues[root.prod.api].max.memroy: no node, task "
+        "or other queue knows the resource type 'memroy'; did you mean memory?"
+    )
+    parent_delay = f"{path}: warning: partition default: queues[root.prod.web].properties."
+    for dry_run in (["--dry-run"], []):
+        out, err = io.StringIO(), io.StringIO()
+        call_command("import_config", path, *dry_run, stdout=out, stderr=err)
+        assert typo in err.getvalue().splitlines()
+        assert parent_delay + "preemption.delay: YuniKorn passes this value" in err.getvalue()
+    assert Queue.objects.get(path="root.prod.api").max == {"memroy": 300 * 1024**3}

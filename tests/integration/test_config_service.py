@@ -191,7 +191,9 @@ def test_revert_creates_a_new_revision_equal_to_the_old_one(saved, admin_account
         "default", "root.tenant.a", version=1, actor=admin_account, comment="shrink",
         max={"memory": 25 * GI},
     )  # fmt: skip
-    result = services.revert_config("default", to_number=1, actor=admin_account)
+    result = services.revert_config(
+        "default", to_number=1, actor=admin_account, expected_revision=2
+    )
     assert result.revision.number == 3
     assert result.revision.kind == RevisionKind.REVERT
     assert result.revision.reverted_from == 1
@@ -207,7 +209,7 @@ def test_revert_creates_a_new_revision_equal_to_the_old_one(saved, admin_account
 
 def test_revert_to_a_missing_revision_is_not_found(saved, admin_account):
     with pytest.raises(services.NotFound):
-        services.revert_config("default", to_number=7, actor=admin_account)
+        services.revert_config("default", to_number=7, actor=admin_account, expected_revision=1)
 
 
 def test_revert_validates_the_old_snapshot_again(saved, admin_account):
@@ -223,7 +225,7 @@ def test_revert_validates_the_old_snapshot_again(saved, admin_account):
     )  # fmt: skip
     before = database_state()
     with pytest.raises(ConfigErrors):
-        services.revert_config("default", to_number=2, actor=admin_account)
+        services.revert_config("default", to_number=2, actor=admin_account, expected_revision=1)
     assert database_state() == before
 
 

@@ -13,8 +13,9 @@ console's routes from the URL patterns (as ``test_unknown_fields`` and ``test_we
 walk them); a new endpoint or page fails ``test_the_matrix_covers_every_*`` until it is given
 its row here.
 
-The expected statuses come from the table below, written out by hand from the README's "Roles"
-section, not from ``permissions.RULES``: the test would not notice a wrong rule it copied.
+The expected statuses come from the table below, written out by hand from the table of
+docs/reference/roles-and-permissions.md, not from ``permissions.RULES``: the test would not
+notice a wrong rule it copied.
 """
 
 from __future__ import annotations
@@ -152,7 +153,10 @@ API_WRITES: dict[tuple[str, str], Write | None] = {
     ),
     (f"{P}/revisions/{{number}}/revert", "post"): Write(
         ADMIN_WHOLE, 201, WHOLE,
-        lambda t, p: Call("POST", f"{API}/revisions/1/revert", {"comment": "undo"}),
+        lambda t, p: Call(
+            "POST", f"{API}/revisions/1/revert",
+            {"comment": "undo", "version": Partition.objects.get(name="default").version},
+        ),
     ),
     (f"{P}/simulate", "post"): Write(
         READ_QUEUE, 200, QUEUED,
@@ -433,6 +437,13 @@ CONSOLE_FORMS: dict[str, list[Form]] = {
         Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form("POST", "/users/unlock/",
                                                           {"user": "target"})),
     ],
+    "users-password": [
+        Form(ADMIN_WHOLE, 200, WHOLE, lambda t, p: _form(
+            "POST", f"/users/{_target_pk()}/password/", {"confirmed": "yes"})),
+    ],
+    # Every signed-in account changes its own password (the form; posting it needs the current
+    # password: tests/integration/test_passwords.py).
+    "my-password": [Form(SIGNED_IN, 200, WHOLE, lambda t, p: _form("GET", "/account/password/"))],
     # Every signed-in account manages its own tokens, whatever its role.
     "my-tokens": [Form(SIGNED_IN, 200, WHOLE, lambda t, p: _form("GET", "/account/tokens/"))],
     "my-tokens-issue": [
@@ -467,6 +478,8 @@ CONSOLE_READS = {
     "run-detail": "test_grant_visibility: 403 outside",
     "audit-list": "test_grant_visibility: narrowed to the holder's queues",
     "glossary": "no data of any queue",
+    "docs": "the built help site, no data of any queue (test_help_links: sign-in required)",
+    "docs-page": "the built help site, no data of any queue (test_help_links: sign-in required)",
     "live-dashboard": "test_grant_visibility: narrowed like the dashboard",
     "live-queue": "test_grant_visibility: 403 outside",
     # Revokes one of the caller's own tokens (its id is the caller's, so not a matrix call).

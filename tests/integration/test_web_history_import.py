@@ -177,3 +177,21 @@ def test_the_preview_says_when_no_timer_changes_and_a_new_partition_starts_none(
     other = demo_yaml(**{"  - name: default": "  - name: other"})
     new = preview_page(admin, other)
     assert "A new partition starts no quota timer." in new and timer_lines(new) == []
+
+
+def test_the_preview_warns_about_a_resource_type_nothing_knows():
+    """``memroy`` is taken as a new resource type (valid: any name is), and the preview says
+    that nothing else knows it; Save stays offered."""
+    import_demo()
+    admin = signed_in_client("admin")
+    typo = {'max: {memory: 512Gi, vcore: "200"}': 'max: {memroy: 512Gi, vcore: "200"}'}
+    body = {"text": demo_yaml(**typo), "comment": "typo", "action": "preview"}
+    response = admin.post(URL, body)
+    page = html.unescape(response.content.decode())
+    assert response.status_code == 200
+    assert (
+        "queues[root.batch.nightly].max.memroy: no node, task or other queue knows the resource "
+        "type 'memroy'; did you mean memory?"
+    ) in page
+    assert 'value="save"' in page
+    assert ConfigRevision.objects.count() == 1

@@ -466,3 +466,26 @@ def test_a_tampered_version_is_refused_without_a_500(partition, operator):
     assert response.status_code == 200
     assert "version: Enter a whole number. Reload the page." in response.content.decode()
     assert ConfigRevision.objects.count() == before
+
+
+def test_a_resource_type_nothing_knows_is_a_warning_in_the_preview_and_after_the_save(
+    partition, operator
+):
+    """``memroy`` is any other name to the product (valid), but no node, task or other queue
+    knows it: the preview says so with the type meant, and the save goes through with the
+    same warning in its message."""
+    nightly = Queue.objects.get(partition=partition, path=NIGHTLY)
+    url = queue_url("default", NIGHTLY)
+    typo = {"res-2-name": "memroy", "res-2-max": "100Gi"}  # the empty row adds a resource
+    warning = (
+        "no node, task or other queue knows the resource type &#x27;memroy&#x27;; "
+        "did you mean memory?"
+    )
+    page = operator.post(url, edit_body(nightly, action="preview", **typo)).content.decode()
+    assert "Warnings (they do not block the save):" in page
+    assert f"<code>max.memroy</code>: {warning}" in page
+    response = operator.post(url, edit_body(nightly, action="save", **typo))
+    assert response.status_code == 302
+    nightly.refresh_from_db()
+    assert nightly.max["memroy"] == 100 * GI
+    assert f"Warning: max.memroy: {warning}" in operator.get(url).content.decode()

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from preemption.config import PartitionConfig, QueueConfig
+from preemption.hierarchy import Hierarchy
 from preemption.model import Allocation, ClusterState, ConfigChange, Node, Outcome
 from preemption.timers import (
     DueDecision,
@@ -17,6 +18,7 @@ from preemption.timers import (
     decide_due,
     due_order,
     is_pure_increase,
+    quota_run_stop_reason,
     replay_timeline,
     timers_after_save,
 )
@@ -368,3 +370,54 @@ def test_replay_never_runs_a_timer_past_until() -> None:
     change = ConfigChange(at=T0, queue="root.p.a", max={"memory": 50 * GI})
     assert replay_timeline(state, [change], T0 + timedelta(seconds=299)) == []
     assert len(replay_timeline(state, [change], T0 + timedelta(seconds=300))) == 1
+
+
+# --------------------------------------------------------------------------------------------
+# quota_run_stop_reason (SPEC 5: a run stops when it is no longer needed)
+# --------------------------------------------------------------------------------------------
+
+
+def stop_reason(cfg: PartitionConfig, path: str, used_gi: int, **planned: int) -> str:
+    usage = {"memory": used_gi * GI, "vcore": 4000}
+    planned_max = {name: value * GI for name, value in planned.items()} or None
+    return quota_run_stop_reason(Hierarchy(cfg), path, usage, ["memory"], planned_max=planned_max)
+
+
+def test_a_quota_run_over_its_max_is_still_needed() -> None:
+    assert stop_reason(base(), "root.p.a", 150, memory=100) == ""
+
+
+def test_a_quota_run_within_its_max_again_stops_saying_whether_the_max_changed() -> None:
+    assert stop_reason(base(), "root.p.a", 80, memory=100) == (
+        "the usage of root.p.a (memory 80Gi) is within its max (memory 100Gi) again"
+    )
+    raised = edit(base(), "root.p.a", max={"memory": 200 * GI})
+    assert stop_reason(raised, "root.p.a", 150, memory=100) == (
+        "the max of root.p.a was raised or removed (memory 100Gi before, memory 200Gi now): "
+        "its usage (memory 150Gi) is within its max"
+    )
+    removed = edit(base(), "root.p.a", max={})
+    assert "(memory 100Gi before, no max now)" in stop_reason(removed, "root.p.a", 150, memory=100)
+
+
+def test_the_effective_max_counts_an_ancestors_limit() -> None:
+    """root.p.a's own max removed while root.p limits memory to 120Gi: 150Gi is still over."""
+    cfg = edit(edit(base(), "root.p", max={"memory": 120 * GI}), "root.p.a", max={})
+    assert stop_reason(cfg, "root.p.a", 150, memory=100) == ""
+
+
+def test_a_quota_run_stops_when_quota_preemption_is_off_for_its_queue() -> None:
+    assert stop_reason(switch(base(), False), "root.p.a", 150) == (
+        "quota preemption was switched off for the partition"
+    )
+    no_delay = edit(base(), "root.p", properties={"quota.preemption.delay": "0s"})
+    assert stop_reason(no_delay, "root.p.a", 150) == (
+        "quota preemption is off for root.p.a: its quota preemption delay is now 0"
+    )
+    assert stop_reason(base().without_subtree("root.p.a"), "root.p.a", 150) == (
+        "root.p.a no longer exists"
+    )
+
+
+def test_a_run_without_target_types_never_stops_for_its_usage() -> None:
+    assert quota_run_stop_reason(Hierarchy(base()), "root.p.a", {}, []) == ""

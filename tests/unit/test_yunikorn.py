@@ -843,6 +843,8 @@ def test_several_errors_are_all_reported() -> None:
             "partition default: root.c: resources.max.pods",
             "partition default: preemption.enabled",
             "partition bad name: name",
+            # A partition with a bad name is still read: its missing queues are a fault too.
+            "partition bad name: queues",
             "version",
         ]
     )

@@ -12,6 +12,7 @@ from rest_framework.decorators import action
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from scheduler_admin.accounts import permissions as access
 from scheduler_admin.agents.api import serializers
 from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.agents.services import Heartbeat, config_revision, record_heartbeat
@@ -62,7 +63,10 @@ class AgentViewSet(PartitionScoped, mixins.ListModelMixin, viewsets.GenericViewS
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
         data["counts"] = dict(data.get("counts") or {})
-        agent = record_heartbeat(self.partition, Heartbeat(**data), actor=request.user)
+        agent = record_heartbeat(
+            self.partition, Heartbeat(**data), actor=request.user,
+            authorize=access.authorizer(request.user, OPERATE_CLUSTER, None),
+        )  # fmt: skip
         return Response(
             {
                 "agent": self.get_serializer(agent).data,

@@ -13,6 +13,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.parsers import SafeJSONParser
 from scheduler_admin.api.permissions import OPERATE_CLUSTER
 from scheduler_admin.api.views import (
@@ -114,5 +115,8 @@ class ClusterStateView(PartitionScoped, APIView):
         responses={200: serializers.IngestResultSerializer, **WRITE_ERRORS},
     )
     def post(self, request: Request, partition: str) -> Response:
-        result = ingest_cluster_state(self.partition, request.data, actor=request.user)
+        result = ingest_cluster_state(
+            self.partition, request.data, actor=request.user,
+            authorize=access.authorizer(request.user, OPERATE_CLUSTER, None),
+        )  # fmt: skip
         return Response(result.to_json())

@@ -191,9 +191,16 @@ class RunSerializer(serializers.ModelSerializer):
         fields = [
             "id", "partition", "queue", "policy", "trigger", "trigger_id", "timer", "status",
             "outcome", "attempt", "worker", "created_at", "started_at", "finished_at", "node",
-            "targets", "freed", "nominations", "victim_count", "error",
+            "targets", "freed", "nominations", "victim_count", "error", "stop_reason",
         ]  # fmt: skip
         read_only_fields = fields
+        extra_kwargs = {
+            "stop_reason": {
+                "help_text": "For a `stopped` run: why it was no longer needed before its next "
+                "victims (its queue back within max, quota preemption switched off for it, its "
+                "ask no longer pending). Empty otherwise."
+            }
+        }
 
 
 @extend_schema_field(

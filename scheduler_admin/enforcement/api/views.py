@@ -205,8 +205,10 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     @extend_schema(
         summary="Abort an active run (admin)",
         description="The run ends `failed` with who aborted it and the comment; its queue is "
-        "free again and a worker still executing it writes nothing more. Victims already "
-        "preempted stay preempted. 409 when the run already ended.",
+        "free again and a worker still executing it writes nothing more: once this answers, "
+        "no further victim of the run is preempted (a batch of evictions in flight completes "
+        "before the answer). Victims already preempted stay preempted. 409 when the run "
+        "already ended (finished, failed or stopped).",
         parameters=[ID],
         request=serializers.AbortSerializer,
         responses={200: serializers.RunSerializer, 409: ERROR, **WRITE_ERRORS},
@@ -263,8 +265,9 @@ class EvictionViewSet(PartitionReadOnlyViewSet):
         EmptyBodySerializer(data=request.data).is_valid(raise_exception=True)
         try:
             order = acknowledge_eviction(
-                int(pk), partition_name=self.partition.name, actor=request.user, via="api"
-            )
+                int(pk), partition_name=self.partition.name, actor=request.user, via="api",
+                authorize=access.authorizer(request.user, OPERATE_CLUSTER, None),
+            )  # fmt: skip
         except OrderNotFound as exc:
             raise NotFound(str(exc)) from exc
         return Response(self.get_serializer(order).data)
@@ -290,7 +293,10 @@ class EvictionViewSet(PartitionReadOnlyViewSet):
         body = serializers.BulkAckSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         items = [(item["id"], item["outcome"]) for item in body.validated_data["orders"]]
-        done = acknowledge_evictions(self.partition, items, actor=request.user, via="api")
+        done = acknowledge_evictions(
+            self.partition, items, actor=request.user, via="api",
+            authorize=access.authorizer(request.user, OPERATE_CLUSTER, None),
+        )  # fmt: skip
         counts = Counter(result for _, result in done)
         return Response(
             {
@@ -326,7 +332,10 @@ class EvictionViewSet(PartitionReadOnlyViewSet):
             ClusterReport(item["id"], item["status"], item["reason"], item["code"])
             for item in body.validated_data["orders"]
         ]
-        done = report_evictions(self.partition, reports, actor=request.user)
+        done = report_evictions(
+            self.partition, reports, actor=request.user,
+            authorize=access.authorizer(request.user, OPERATE_CLUSTER, None),
+        )  # fmt: skip
         counts = Counter(result for _, result in done)
         return Response(
             {

@@ -10,6 +10,7 @@ Every text field is as long as its column at most and every integer within its c
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from drf_spectacular.utils import extend_schema_field
@@ -24,6 +25,7 @@ from preemption.config import (
     PartitionConfig,
     PartitionSettings,
     QueueConfig,
+    shown,
     text_problem,
 )
 from preemption.durations import (
@@ -32,6 +34,7 @@ from preemption.durations import (
     format_duration,
     parse_whole_seconds,
 )
+from preemption.hierarchy import ConfigError, validate_config
 from preemption.yunikorn import (
     KEPT_PARTITION_KEYS,
     KEPT_QUEUE_KEYS,
@@ -191,9 +194,20 @@ class QueueDeleteBodySerializer(QueueDeleteSerializer):
 
 class RevertSerializer(CommentSerializer):
     """The body of a revert: an optional comment (default "Revert to revision N") and the
-    partition version you read (optional: without it the revert is not checked for staleness)."""
+    partition version you read (required unless sent as If-Match: a revert replaces the whole
+    config, so one made on an older view would silently undo what was saved since)."""
 
-    version = version_field(help_text="The partition version you read (optional).")
+    version = version_field(
+        help_text="The partition version you read; required unless sent as If-Match."
+    )
+
+
+class RevertBodySerializer(RevertSerializer):
+    """The documented body of a revert: ``version`` is required (or ``If-Match``)."""
+
+    version = version_field(
+        required=True, help_text="The partition version you read (or send it as If-Match)."
+    )
 
 
 class RevertUnchangedSerializer(serializers.Serializer):
@@ -477,6 +491,100 @@ class ConfigPutBodySerializer(ConfigSerializer):
     comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
 
 
+def config_or_every_fault(body: ConfigSerializer, name: str) -> PartitionConfig:
+    """The config of a whole-config body for partition ``name``; when a part of it cannot be
+    read, a 400 listing every fault at once: each field that cannot be read (where the body
+    has it: ``queues[3].max.memory``) and every rule the readable rest of the body breaks
+    (``queues[root.a].max.memory``: guaranteed above max, a child's max above its parent's),
+    which the answer would otherwise name only once the first faults were fixed.
+
+    The readable rest: the partition's settings if they read (else the defaults: the rules
+    between queues do not use them), every queue item that reads, and of an item that does
+    not, its readable fields (a bad quantity drops only that quantity); an item whose name or
+    place cannot be read is left out, and so is what its absence alone would break (a child
+    naming it as parent)."""
+    if body.is_valid():
+        return body.to_config(name)
+    errors: dict[str, Any] = dict(body.errors)
+    readable = _readable_config(body.initial_data, name)
+    if readable is not None:
+        config, incomplete = readable
+        for error in validate_config(config):
+            if incomplete and _caused_by_a_missing_queue(error):
+                continue
+            errors.setdefault(error.location, []).append(shown(error.message))
+    raise serializers.ValidationError(errors)
+
+
+def _caused_by_a_missing_queue(error: ConfigError) -> bool:
+    """A structural error that a queue item left out of the readable rest may cause."""
+    if error.queue is None:
+        return error.field == "queues"  # no root: the root item may be the one left out
+    return error.field == "parent" and error.message.startswith("no queue")
+
+
+def _readable_config(data: object, name: str) -> tuple[PartitionConfig, bool] | None:
+    """What ``config_or_every_fault`` checks the rules on, and whether a queue item was left
+    out; None when the body has no list of queues to read."""
+    if not isinstance(data, dict) or not isinstance(data.get("queues"), list):
+        return None
+    raw_settings = data.get("partition")
+    settings = PartitionSettings(name=name)
+    if isinstance(raw_settings, dict):
+        read = ConfigSettingsSerializer(data=raw_settings)
+        if read.is_valid():
+            given = dict(read.validated_data)
+            given.pop("name", None)
+            settings = PartitionSettings(name=name, **given)
+    queues: list[QueueConfig] = []
+    for item in data["queues"]:
+        queue = _readable_queue(item)
+        if queue is not None:
+            queues.append(queue)
+    return PartitionConfig(settings=settings, queues=tuple(queues)), len(queues) < len(
+        data["queues"]
+    )
+
+
+#: Fields of a queue item without which it cannot be placed in the tree.
+_PLACING_FIELDS = frozenset({"name", "parent", "path", "non_field_errors"})
+
+
+def _readable_queue(item: object) -> QueueConfig | None:
+    """The readable part of one queue item, or None when it cannot be placed."""
+    values = _plain_queue_item(item)
+    if values is None:
+        read = ConfigQueueSerializer(data=item)
+        if not read.is_valid():
+            if not isinstance(item, dict) or _PLACING_FIELDS & set(read.errors):
+                return None
+            read = ConfigQueueSerializer(data=_without_faults(item, read.errors))
+            if not read.is_valid():
+                return None
+        values = dict(read.validated_data)
+    return QueueConfig.child_of(
+        values.get("parent") or None,
+        values["name"],
+        guaranteed=values["guaranteed"],
+        max=values["max"],
+        properties=values["properties"],
+        extra=values["extra"],
+    )
+
+
+def _without_faults(item: dict[str, Any], errors: Mapping[str, Any]) -> dict[str, Any]:
+    """``item`` without what ``errors`` names: the entries of a mapping field it names one by
+    one (a quantity, a property), any other field whole."""
+    kept = dict(item)
+    for field_name, problems in errors.items():
+        value = kept.get(field_name)
+        if isinstance(problems, Mapping) and isinstance(value, dict):
+            kept[field_name] = {k: v for k, v in value.items() if str(k) not in problems}
+        else:
+            kept.pop(field_name, None)
+    return kept
+
+
 def config_to_json(config: PartitionConfig, version: int) -> dict[str, Any]:
     settings = config.settings
     return {
@@ -511,13 +619,16 @@ def config_to_json(config: PartitionConfig, version: int) -> dict[str, Any]:
     }
 
 
-def yunikorn_facts(config: PartitionConfig) -> dict[str, Any]:
+def yunikorn_facts(
+    config: PartitionConfig, more_warnings: Iterable[ConfigError] = ()
+) -> dict[str, Any]:
     """What an API client should know before handing this config to YuniKorn: the oldest
     release that reads it as this product does, and the warnings (valid settings that YuniKorn
-    reads differently; they never block a save), keyed by location like errors."""
+    reads differently, and ``more_warnings``: resource types nothing else knows; they never
+    block a save), keyed by location like errors."""
     version, reasons = yunikorn_min_version([config])
     warnings: dict[str, list[str]] = {}
-    for warning in config_warnings(config):
+    for warning in [*config_warnings(config), *more_warnings]:
         warnings.setdefault(warning.location, []).append(warning.message)
     return {
         "yunikorn_min_version": version,

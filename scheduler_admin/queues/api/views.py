@@ -33,12 +33,12 @@ from preemption.config import (
 )
 from preemption.hierarchy import ConfigErrors, Hierarchy, normalized_config, validate_config
 from preemption.yunikorn import yunikorn_min_version
-from scheduler_admin import limits
+from scheduler_admin import deadlines, limits
 from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.concurrency import expected_version, with_etag
 from scheduler_admin.api.pagination import StandardPagination
 from scheduler_admin.api.params import int_param
-from scheduler_admin.api.parsers import FLAT_BODY_PARSERS, ConfigJSONParser
+from scheduler_admin.api.parsers import FLAT_BODY_PARSERS, YAML_BODY_PARSERS, ConfigJSONParser
 from scheduler_admin.api.permissions import (
     ADMINISTER,
     CREATE_QUEUE,
@@ -77,14 +77,17 @@ from scheduler_admin.queues.api.serializers import (
     QueueDeleteSerializer,
     QueuePatchBodySerializer,
     QueuePatchSerializer,
+    RevertBodySerializer,
     RevertSerializer,
     RevertUnchangedSerializer,
     RevisionSerializer,
     SimulateSerializer,
+    config_or_every_fault,
     config_to_json,
     yunikorn_facts,
 )
 from scheduler_admin.queues.models import ConfigRevision, Partition
+from scheduler_admin.queues.resource_types import resource_type_warnings
 from scheduler_admin.queues.saved import current_config, current_tree
 from scheduler_admin.queues.yaml_io import (
     config_to_publish,
@@ -175,8 +178,9 @@ class PartitionDetail(APIView):
         version = expected_version(request, data.pop("version", None))
         comment = data.pop("comment")
         services.update_partition_settings(
-            obj.name, actor=request.user, comment=comment, expected_revision=version, **data
-        )
+            obj.name, actor=request.user, comment=comment, expected_revision=version,
+            authorize=access.authorizer(request.user, ADMINISTER, None), **data,
+        )  # fmt: skip
         obj.refresh_from_db()
         return with_etag(
             Response(PartitionSerializer(obj).data), "partition", obj.name, obj.version
@@ -431,8 +435,10 @@ def _preview(
     errors = validate_config(config, base=base)
     if errors:
         raise ConfigErrors(errors)
+    deadlines.check("validating the config")
     preview = preview_change(partition, config)
-    facts = yunikorn_facts(normalized_config(config))
+    deadlines.check("previewing the change")
+    facts = yunikorn_facts(normalized_config(config), resource_type_warnings(partition, config))
     return Response({"dry_run": True, "valid": True, **preview.to_json(), **facts})
 
 
@@ -464,8 +470,8 @@ class ConfigView(APIView):
     def put(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
         body = ConfigSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        config = body.to_config(obj.name)
+        config = config_or_every_fault(body, obj.name)
+        deadlines.check("reading the config")
         return _replace_config(request, obj, config, body.validated_data.get("version"),
                                body.validated_data.get("comment", ""))  # fmt: skip
 
@@ -485,8 +491,9 @@ def _replace_config(
     if version is None:
         raise ValidationError({"version": ["send the version you read (or If-Match)"]})
     services.save_partition_config(
-        config, actor=request.user, comment=comment, expected_revision=version
-    )
+        config, actor=request.user, comment=comment, expected_revision=version,
+        authorize=access.authorizer(request.user, ADMINISTER, None),
+    )  # fmt: skip
     partition.refresh_from_db()
     response = Response(config_to_json(partition.current_config(), partition.version))
     return with_etag(response, "config", partition.name, partition.version)
@@ -576,17 +583,14 @@ class ConfigYamlView(APIView):
         configs = parse_queues_yaml(
             request.body, settings_for=services.settings_for_import, source="body"
         )
-        mine = [config for config in configs if config.name == partition]
-        if len(configs) != 1 or not mine:
-            raise ValidationError(
-                {"partitions": [f"the body must hold exactly partition {partition}"]}
-            )
+        mine = [_the_partition_of(configs, partition)]
         obj = Partition.objects.filter(name=partition).first()
         if obj is None:  # importing a new partition: nothing to be stale against
             [result] = services.import_partition_configs(
                 mine,
                 actor=request.user,
                 comment=request.query_params.get("comment") or "Imported over the API",
+                authorize=access.authorizer(request.user, ADMINISTER, None),
             )
             obj = result.partition
             response = Response(config_to_json(obj.current_config(), obj.version), status=201)
@@ -596,6 +600,14 @@ class ConfigYamlView(APIView):
             minimum=1, maximum=limits.POSITIVE_INT_MAX,
         )  # fmt: skip
         return _replace_config(request, obj, mine[0], version, _comment_param(request))
+
+
+def _the_partition_of(configs: list[PartitionConfig], partition: str) -> PartitionConfig:
+    """The one partition of a queues.yaml body, which must be the URL's."""
+    mine = [config for config in configs if config.name == partition]
+    if len(configs) != 1 or not mine:
+        raise ValidationError({"partitions": [f"the body must hold exactly partition {partition}"]})
+    return mine[0]
 
 
 def _comment_param(request: Request) -> str:
@@ -608,33 +620,44 @@ def _comment_param(request: Request) -> str:
 
 
 class ConfigValidateView(APIView):
-    """Check a JSON config body without saving: 200 ``{"valid": true}`` or 400 with every error.
-    A viewer's read of the whole partition (its answer diffs against every queue)."""
+    """Check a config body without saving, as JSON (what ``GET .../config`` gives) or as a
+    YuniKorn ``queues.yaml`` (what ``PUT .../config.yaml`` takes, chosen by ``Content-Type``):
+    200 ``{"valid": true, ...}`` or 400 with every error. A viewer's read of the whole
+    partition (its answer diffs against every queue)."""
 
     write_action = READ
-    parser_classes = [ConfigJSONParser]
+    parser_classes = [ConfigJSONParser, *YAML_BODY_PARSERS]
 
     @extend_schema(
-        summary="Check a JSON config without saving",
-        description="200 `{valid: true, changes, ...}` with what saving it would change, or "
-        "400 with every error.",
-        request=ConfigSerializer,
+        summary="Check a config without saving (JSON or queues.yaml)",
+        description="The body is the JSON config (`Content-Type: application/json`) or a "
+        "YuniKorn queues.yaml holding this partition (`application/yaml`, also "
+        "`application/x-yaml` or `text/yaml`). 200 `{valid: true, changes, ...}` with what "
+        "saving it would change and its warnings, or 400 with every error.",
+        request={"application/json": ConfigSerializer, "application/yaml": QUEUES_YAML},
         responses=ValidateResultSerializer,
     )
     def post(self, request: Request, partition: str) -> Response:
         obj = _partition(partition)
-        body = ConfigSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        config = body.to_config(obj.name)
-        errors = validate_config(config)
-        if errors:
-            raise ConfigErrors(errors)
+        if isinstance(request.data, bytes):  # a queues.yaml (YAML_BODY_PARSERS)
+            config = _the_partition_of(
+                parse_queues_yaml(
+                    request.data, settings_for=services.settings_for_import, source="body"
+                ),
+                obj.name,
+            )
+        else:
+            config = config_or_every_fault(ConfigSerializer(data=request.data), obj.name)
+            deadlines.check("reading the config")
+            errors = validate_config(config)
+            if errors:
+                raise ConfigErrors(errors)
         changes = diff_configs(obj.current_config(), config)
         return Response(
             {
                 "valid": True,
                 "changes": [c.to_json() for c in changes],
-                **yunikorn_facts(normalized_config(config)),
+                **yunikorn_facts(normalized_config(config), resource_type_warnings(obj, config)),
             }
         )
 
@@ -696,8 +719,10 @@ class RevisionRevert(APIView):
 
     @extend_schema(
         summary="Revert to revision N (admin)",
-        description="A new revision equal to revision N, validated like any change.",
-        request=RevertSerializer,
+        description="A new revision equal to revision N, validated like any change. `version` "
+        "(or `If-Match`) is the partition version you read, as for a whole-config PUT: 409 "
+        "when the partition changed since, so a revert never silently undoes a newer change.",
+        request=RevertBodySerializer,
         parameters=[IF_MATCH],
         responses={
             201: OpenApiResponse(RevisionSerializer, description="Reverted: the new revision."),
@@ -712,9 +737,12 @@ class RevisionRevert(APIView):
         body.is_valid(raise_exception=True)
         obj = _partition(partition)
         version = expected_version(request, body.validated_data.get("version"))
+        if version is None:
+            raise ValidationError({"version": ["send the version you read (or If-Match)"]})
         result = services.revert_config(
             obj.name, to_number=number, actor=request.user,
             comment=body.validated_data.get("comment", ""), expected_revision=version,
+            authorize=access.authorizer(request.user, ADMINISTER, None),
         )  # fmt: skip
         if result.revision is None:
             return Response({"detail": f"already equal to revision {number}", "changed": False})

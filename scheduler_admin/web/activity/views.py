@@ -33,6 +33,7 @@ from scheduler_admin.enforcement.models import (
     EvictionStatus,
     PreemptionRun,
     RunCandidate,
+    RunStatus,
 )
 from scheduler_admin.limits import COMMENT_MAX_LENGTH
 from scheduler_admin.web.activity import presenters
@@ -88,10 +89,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
     _dress(filterset)
     valid = filterset.is_valid()
     page = presenters.page_of(request, filterset.qs if valid else queryset.none())
-    rows = [
-        {"run": run, "alert": presenters.is_alert(run.outcome), "words": outcome_text(run.outcome)}
-        for run in page
-    ]
+    rows = [{"run": run, "alert": _alert(run), "words": outcome_text(run.outcome)} for run in page]
     return render(
         request,
         "web/activity/run_list.html",
@@ -104,6 +102,12 @@ def run_list(request: HttpRequest) -> HttpResponse:
             "filtered": any(request.GET.get(name) for name in filterset.filters),
         },
     )
+
+
+def _alert(run: PreemptionRun) -> bool:
+    """Whether the run needs a look (it fell short). A run that stopped because it was no longer
+    needed left its queue within max, whatever its plan said."""
+    return presenters.is_alert(run.outcome) and run.status != RunStatus.STOPPED
 
 
 def _visible_run_or_refuse(request: HttpRequest, pk: int) -> PreemptionRun:
@@ -156,8 +160,9 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "subject": presenters.subject_facts(run.subject or {}),
             "outcome_words": outcome_text(run.outcome),
             "outcome_link": glossary_url(outcome_anchor(run.outcome)),
-            "alert": presenters.is_alert(run.outcome),
+            "alert": _alert(run),
             "victim_count": victims.count(),
+            "preempted_count": victims.filter(preempted_at__isnull=False).count(),
             "victim_pager": presenters.pager(request, victim_page, "vpage"),
             "victim_rows": [(victim, why.get(victim.allocation_id)) for victim in victim_page],
             "leaves": presenters.leaf_rows(

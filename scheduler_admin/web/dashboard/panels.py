@@ -52,7 +52,9 @@ def panels(tree: QueueTree, user: Any) -> dict[str, Any]:
 
 def alerts(partition: Partition, now: datetime, user: Any) -> list[dict[str, object]]:
     """Recent runs that left their queue over max (SPEC 4.1: the dashboard shows an alert):
-    those that fell short, and those that failed or were aborted before they finished."""
+    those that fell short, and those that failed or were aborted before they finished. A run
+    that stopped because it was no longer needed left its queue within max: no alert, whatever
+    its plan said."""
     runs = (
         permissions.visible_runs(user, PreemptionRun.objects.all())
         .filter(
@@ -60,6 +62,7 @@ def alerts(partition: Partition, now: datetime, user: Any) -> list[dict[str, obj
             partition=partition,
             created_at__gte=now - ALERT_WINDOW,
         )
+        .exclude(status=RunStatus.STOPPED)
         .defer("subject", "targets", "freed", "nominations")[:RECENT]
     )
     return [

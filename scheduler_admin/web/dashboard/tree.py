@@ -122,6 +122,8 @@ class RunLink:
             return "started, waiting for a worker"
         if self.status == RunStatus.FINISHED and self.outcome:
             return f"finished: {self.outcome.replace('_', ' ')}"
+        if self.status == RunStatus.STOPPED:
+            return "stopped: no longer needed"
         return str(self.status)
 
     def state(self) -> dict[str, object]:

@@ -25,12 +25,14 @@ from django.views.decorators.http import require_http_methods
 
 from preemption.config import PartitionConfig
 from preemption.hierarchy import ConfigErrors
-from preemption.yunikorn import config_warnings, yunikorn_min_version
+from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin import limits
-from scheduler_admin.accounts.permissions import ADMINISTER
+from scheduler_admin.accounts.permissions import ADMINISTER, authorizer
+from scheduler_admin.deadlines import RequestTimedOut
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.resource_types import import_warnings
 from scheduler_admin.queues.yaml_io import error_lines, parse_queues_yaml
 from scheduler_admin.web.common import require, revision_link
 from scheduler_admin.web.history.changes import Changes, compare
@@ -134,7 +136,7 @@ def preview(configs: list[PartitionConfig]) -> list[PartitionPreview]:
                 len(config.queues),
                 compare(before, config),
                 partition.version if partition else None,
-                tuple(str(warning) for warning in config_warnings(config)),
+                tuple(str(warning) for warning in import_warnings(partition, config)),
                 version,
                 tuple(reasons),
                 timers,
@@ -195,9 +197,12 @@ def history_import(request: HttpRequest) -> HttpResponse:
             actor=request.user,
             comment=form.cleaned_data["comment"],
             expected_revisions=form.cleaned_data["previewed"],
+            authorize=authorizer(request.user, ADMINISTER, None),
         )
     except ConfigErrors as exc:
         return _render(request, kept, error_lines(source, exc.errors), None, status=400)
+    except RequestTimedOut as exc:
+        return _render(request, kept, [str(exc.detail)], None, status=503)
     except services.StaleVersion as exc:
         message = (
             f"Nothing was saved: {exc}, since your preview (another change was saved "

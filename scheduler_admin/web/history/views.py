@@ -24,7 +24,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from preemption.hierarchy import ConfigErrors
 from preemption.yunikorn import yunikorn_min_version
-from scheduler_admin.accounts.permissions import ADMINISTER, READ
+from scheduler_admin.accounts.permissions import ADMINISTER, READ, authorizer
 from scheduler_admin.agents.status import agent_statuses, running_revisions
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition
@@ -140,6 +140,7 @@ def history_revert(request: HttpRequest, partition: str, number: int) -> HttpRes
                 obj.name, to_number=number, actor=request.user,
                 comment=form.cleaned_data["comment"],
                 expected_revision=form.cleaned_data["version"],
+                authorize=authorizer(request.user, ADMINISTER, None),
             )  # fmt: skip
         except ConfigErrors as exc:
             errors.extend(str(error) for error in exc.errors)

@@ -19,7 +19,7 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_http_methods
 
 from preemption.hierarchy import ConfigErrors
-from scheduler_admin.accounts.permissions import ADMINISTER, READ, can
+from scheduler_admin.accounts.permissions import ADMINISTER, READ, authorizer, can
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web.common import partition_or_404, require, revision_link
@@ -49,6 +49,7 @@ def partition_settings(request: HttpRequest, partition: str) -> HttpResponse:
                     actor=request.user,
                     comment=form.cleaned_data["comment"],
                     expected_revision=form.cleaned_data["version"],
+                    authorize=authorizer(request.user, ADMINISTER, None),
                     **form.settings(),
                 )
             except ConfigErrors as exc:

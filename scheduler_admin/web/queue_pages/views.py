@@ -26,12 +26,13 @@ from django.utils import timezone
 from django.utils.html import format_html
 
 from preemption.config import PartitionConfig, QueueConfig
-from preemption.hierarchy import ConfigErrors, Hierarchy, validate_config
+from preemption.hierarchy import ConfigError, ConfigErrors, Hierarchy, validate_config
 from scheduler_admin.accounts import permissions
 from scheduler_admin.accounts.permissions import CANCEL_TIMER, EDIT_QUEUE, READ, can
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
+from scheduler_admin.queues.resource_types import resource_type_warnings
 from scheduler_admin.queues.saved import current_config
 from scheduler_admin.web.common import partition_or_404, queue_url, require, revision_link
 from scheduler_admin.web.queue_pages import effective, tables
@@ -117,6 +118,9 @@ def _save(
     except services.NotFound as exc:
         edit.errors.append(f"{exc} (it may have been deleted meanwhile): nothing was saved.")
         return None
+    saved_config = current_config(partition)
+    for warning in _warnings_of(partition, saved_config, path):
+        messages.warning(request, f"Warning: {warning.field}: {warning.message}")
     if result.revision is None:
         messages.info(request, "Nothing to save: the values are the ones already saved.")
     else:
@@ -152,6 +156,7 @@ def _preview(
         return None
     result = preview_change(partition, new_config)
     return {
+        "warnings": _warnings_of(partition, new_config, queue.path),
         "changes": describe_queue_changes(config, new_config, queue.path),
         "timers": sorted(result.timers.values(), key=lambda timer: timer.queue),
         "plans": [
@@ -159,6 +164,12 @@ def _preview(
             for path, plan in sorted(result.plans.items())
         ],
     }
+
+
+def _warnings_of(partition: Partition, config: PartitionConfig, path: str) -> list[ConfigError]:
+    """The edited queue's resource types that nothing else knows (``memroy``): shown with the
+    preview and after a save, never blocking either."""
+    return [w for w in resource_type_warnings(partition, config) if w.queue == path]
 
 
 def _stale_message(current: int) -> str:

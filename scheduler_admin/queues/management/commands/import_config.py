@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from preemption.config import diff_configs
+from preemption.config import PartitionConfig, diff_configs
 from preemption.hierarchy import ConfigErrors
 from scheduler_admin.queues import services
 from scheduler_admin.queues.management.commands._common import (
@@ -16,6 +16,7 @@ from scheduler_admin.queues.management.commands._common import (
     resolve_user,
 )
 from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.resource_types import import_warnings
 from scheduler_admin.queues.yaml_io import parse_queues_yaml
 
 
@@ -62,6 +63,7 @@ class Command(BaseCommand):
             configs = [c for c in configs if c.name not in existing]
             if not configs:
                 return
+        self._show_warnings(source, configs)
         if options["dry_run"]:
             self._show_plan(configs)
             self.stdout.write("Dry run: nothing was saved.")
@@ -90,6 +92,16 @@ class Command(BaseCommand):
             return Path(source).read_bytes()
         except OSError as exc:
             raise CommandError(f"{source}: cannot read ({exc.strerror})") from None
+
+    def _show_warnings(self, source: str, configs: list[PartitionConfig]) -> None:
+        """The warnings the console's import preview and the API show (they never block the
+        import), one line each on stderr: the file, the partition, where, what."""
+        existing = {p.name: p for p in Partition.objects.filter(name__in=[c.name for c in configs])}
+        for config in configs:
+            for warning in import_warnings(existing.get(config.name), config):
+                self.stderr.write(
+                    self.style.WARNING(f"{source}: warning: partition {config.name}: {warning}")
+                )
 
     def _show_plan(self, configs: list) -> None:
         for config in configs:
