@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
 from urllib.parse import urlparse, urlsplit, urlunsplit
 
 import pytest
@@ -180,6 +181,40 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
             return xdist_group_of(nodeid.split("::", 1)[0]) or nodeid
 
     return FileGroupScheduling(config, log)
+
+
+def _flushes_the_database(item: pytest.Item) -> bool:
+    """Whether pytest-django empties every table after ``item`` (a transactional test), by the
+    rule pytest-django orders tests with."""
+    marker = item.get_closest_marker("django_db")
+    if marker is not None and (marker.kwargs.get("transaction") or marker.args[:1] == (True,)):
+        return True
+    return bool({"transactional_db", "live_server"} & set(getattr(item, "fixturenames", ())))
+
+
+@pytest.fixture(autouse=True)
+def _role_groups_after_a_flush(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a transactional test has emptied every table, put back the rows a migration made:
+    the three role groups (``accounts`` migration 0001), as a freshly migrated database has them.
+
+    A single pytest process runs transactional tests after all others (pytest-django's order),
+    so no other test ever saw the emptied tables. A parallel run hands each worker tests in
+    another order (its groups first), and tests that take ``Group.objects.get(name="viewer")``
+    for granted failed after a browser or live-loop test on the same worker's database."""
+    if not settings.configured or not _flushes_the_database(request.node):
+        yield
+        return
+    # Set up before the test's transactional_db (autouse fixtures of this conftest come first),
+    # so this runs after its flush.
+    blocker = request.getfixturevalue("django_db_blocker")
+    yield
+    from django.contrib.auth.models import Group
+
+    from scheduler_admin.accounts.roles import ROLES
+
+    with blocker.unblock():
+        for name in ROLES:
+            Group.objects.get_or_create(name=name)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
