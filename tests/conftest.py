@@ -192,29 +192,29 @@ def _flushes_the_database(item: pytest.Item) -> bool:
     return bool({"transactional_db", "live_server"} & set(getattr(item, "fixturenames", ())))
 
 
-@pytest.fixture(autouse=True)
-def _role_groups_after_a_flush(request: pytest.FixtureRequest) -> Iterator[None]:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_teardown(item: pytest.Item, nextitem: pytest.Item | None) -> Iterator[None]:
     """After a transactional test has emptied every table, put back the rows a migration made:
     the three role groups (``accounts`` migration 0001), as a freshly migrated database has them.
 
     A single pytest process runs transactional tests after all others (pytest-django's order),
     so no other test ever saw the emptied tables. A parallel run hands each worker tests in
     another order (its groups first), and tests that take ``Group.objects.get(name="viewer")``
-    for granted failed after a browser or live-loop test on the same worker's database."""
-    if not settings.configured or not _flushes_the_database(request.node):
-        yield
-        return
-    # Set up before the test's transactional_db (autouse fixtures of this conftest come first),
-    # so this runs after its flush.
-    blocker = request.getfixturevalue("django_db_blocker")
-    yield
+    for granted failed after a browser or live-loop test on the same worker's database. This
+    runs after the whole teardown (the flush included, whichever fixture did it); not after the
+    last test, whose teardown drops the test database."""
+    result = yield
+    if nextitem is None or not settings.configured or not _flushes_the_database(item):
+        return result
     from django.contrib.auth.models import Group
+    from pytest_django.plugin import blocking_manager_key
 
     from scheduler_admin.accounts.roles import ROLES
 
-    with blocker.unblock():
+    with item.config.stash[blocking_manager_key].unblock():
         for name in ROLES:
             Group.objects.get_or_create(name=name)
+    return result
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
