@@ -12,6 +12,17 @@ DEPLOY_ENV := SCHEDULER_ENV=production ALLOWED_HOSTS=scheduler.example.com \
 	DATABASE_URL=sqlite:///$(CURDIR)/var/deploy-check.sqlite3 \
 	SECRET_KEY=deploy-check-$(shell od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
 
+# The suite runs in 4 pytest-xdist workers on the 2 cores: most slow tests wait on processes
+# they started (gunicorn, Celery, Chromium), not on the CPU. Tests that must not share a worker's
+# time with each other run as one group (tests/conftest.py, XDIST_GROUPS). Each worker needs 16
+# Redis databases of its own (.ci/run starts a server with 64); `PYTEST_PARALLEL=` runs in one
+# process. --durations keeps the slowest tests in sight. How it works: docs/incoming/ci-speed.md.
+PYTEST_PARALLEL ?= -n 4 --dist loadgroup
+PYTEST_DURATIONS ?= --durations=25
+# Before the tests, the project is byte-compiled once (compileall): the hundreds of processes the
+# tests start (gunicorn, Celery, manage.py) then load it instead of each compiling it again, even
+# where PYTHONDONTWRITEBYTECODE is set.
+
 .PHONY: run test lint fmt docs bench scenarios clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
@@ -57,7 +68,8 @@ test: lint docs
 	mkdir -p var
 	SCHEDULER_ENV=test $(PY) manage.py makemigrations --check --dry-run
 	$(DEPLOY_ENV) $(PY) manage.py check --deploy --fail-level WARNING
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m compileall -q scheduler_admin preemption scheduler_admin_agent
+	$(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_DURATIONS) $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed
 	$(PY) -m scheduler_admin.bench

@@ -6,9 +6,15 @@ environment win (CI sets them), these defaults match the development machine.
 
 import os
 
+from tests.support.processes import redis_url_for_this_worker
+
 os.environ.setdefault("SCHEDULER_ENV", "test")
 os.environ.setdefault("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 os.environ.setdefault("REDIS_URL", "redis://127.0.0.1:6379/0")
+# A pytest-xdist worker moves REDIS_URL's database number into a block of its own
+# (tests/support/processes.py says why; tests/conftest.py checks that the server has the
+# databases). Set in the environment, so the processes a test starts inherit it.
+os.environ["REDIS_URL"] = redis_url_for_this_worker(os.environ["REDIS_URL"])
 # API throttle counters in Redis (issue 16, part "auth"): one key prefix per pytest process, so
 # parallel runs on one Redis never count each other's requests; processes a test starts inherit
 # it through the environment and share the counts with it.

@@ -202,22 +202,30 @@ healthy() {
   [ "$status" = 200 ]
 }
 
-# The services that have not said they are ready.
+# The services that have not said they are ready, into $waiting (e.g. "web beat ", or empty).
+# It sets a variable instead of printing into a $(...) the loop below runs every 0.2 s: such a
+# command substitution is a subshell in this script's process group, and a Ctrl-C that reached it
+# as it started was taken by bash for one the subshell had handled itself (bash's "wait and
+# cooperative exit") and lost: the start-up went on as if nothing had been pressed, in about 1
+# of 60 tries on a loaded machine.
 not_ready() {
   local entry name
+  waiting=""
   for entry in "${services[@]}"; do
     name=${entry%%:*}
-    if [ "$name" = web ]; then healthy || printf '%s ' "$name"
-    elif [ ! -s "$READY_DIR/$name" ]; then printf '%s ' "$name"
+    if [ "$name" = web ]; then healthy || waiting+="$name "
+    elif [ ! -s "$READY_DIR/$name" ]; then waiting+="$name "
     fi
   done
 }
 
-# The first service whose main process has exited, if any.
+# The first service whose main process has exited, into $gone; false if none (a variable, not
+# printed, for the reason given at not_ready).
 exited_service() {
   local entry
+  gone=""
   for entry in "${services[@]}"; do
-    kill -0 "${entry#*:}" 2> /dev/null || { printf '%s' "${entry%%:*}"; return 0; }
+    kill -0 "${entry#*:}" 2> /dev/null || { gone=${entry%%:*}; return 0; }
   done
   return 1
 }
@@ -300,12 +308,12 @@ service sim '^Churning' "$PY" manage.py simulate_cluster --partition default --c
 ready_deadline=$((SECONDS + READY_SECONDS))
 while :; do
   stop_if_asked
-  if gone=$(exited_service); then
+  if exited_service; then
     say "[$gone] exited on its own; stopping the others."
     finish 1
   fi
   if [ "$block_shown" = 0 ]; then
-    waiting=$(not_ready)
+    not_ready
     if [ -z "$waiting" ] || ((SECONDS >= ready_deadline)); then
       # Checking readiness takes a moment (web's health check may wait up to 2 s): a Ctrl-C in
       # that moment stops here, before the block says everything runs.

@@ -29,6 +29,8 @@ CHROMIUM_PATH = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 #: Where ``screenshot`` writes (git-ignored: ``test-output/`` is in ``.gitignore``).
 SCREENSHOT_DIR = PROJECT_DIR / "test-output" / "screenshots"
+#: Screenshots of the pages open when a test failed start with this (removed at the next run).
+FAILED_PREFIX = "FAILED-"
 #: Screenshot names become file names; keep them to one harmless path segment.
 SCREENSHOT_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
 #: The login form (Django's ``LoginView`` with ``templates/registration/login.html``).
@@ -119,3 +121,11 @@ class RequestLog:
     def outside(self, origin: str) -> list[str]:
         prefix = origin.rstrip("/") + "/"
         return [url for url in self.urls if not url.startswith(prefix)]
+
+
+def remove_failure_screenshots() -> None:
+    """Screenshots of an earlier run's failures: misleading next to this run's. A parallel run
+    removes them once, before its workers start (``tests/conftest.py``), since one worker's
+    browser must not remove what another's failure just saved."""
+    for old in SCREENSHOT_DIR.glob(f"{FAILED_PREFIX}*.png"):
+        old.unlink(missing_ok=True)

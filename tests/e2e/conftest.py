@@ -80,10 +80,11 @@ from django.conf import settings
 from tests.e2e.browser import (
     CHROMIUM_ARGS,
     CHROMIUM_PATH,
+    FAILED_PREFIX,
     LOGIN_PATH,
-    SCREENSHOT_DIR,
     browser_missing_reason,
     create_user,
+    remove_failure_screenshots,
     screenshot,
     submit_login_form,
 )
@@ -112,14 +113,14 @@ if TYPE_CHECKING:
 #: Redis database of the browser tests (the live-loop tests use 13, the compose test 14);
 #: ``E2E_REDIS_DB`` in the environment picks another, so two checkouts can run them at once.
 E2E_REDIS_DB = int(os.environ.get("E2E_REDIS_DB", "12"))
-#: Playwright's wait for a locator or navigation, in ms: long enough for a loaded CI machine,
-#: short enough that a missing element fails in seconds rather than half a minute.
-DEFAULT_TIMEOUT_MS = 10_000
+#: Playwright's wait for a locator, a navigation or an ``expect``, in ms: long enough for a CI
+#: machine loaded by a parallel run beside other work (``expect``'s own default, 5 s, once was
+#: not enough for Swagger UI to draw), short enough that a missing element fails in seconds
+#: rather than a minute.
+DEFAULT_TIMEOUT_MS = 20_000
 VIEWPORT = {"width": 1280, "height": 900}
 #: Asset types whose HTTP errors fail a test (a page's own 4xx document may be the point).
 ASSET_TYPES = {"stylesheet", "script", "image", "font"}
-#: Screenshots of the pages open when a test failed start with this (removed at the next run).
-FAILED_PREFIX = "FAILED-"
 
 _REPORTS = pytest.StashKey[dict[str, pytest.TestReport]]()
 #: Content-Security-Policy violations (issue 16, part "auth"): Chromium reports each on the
@@ -205,9 +206,11 @@ def live_stack(
     web = ManagedProcess("web", _web_command(port), env=web_env, log_dir=loop.log_dir)
     stack = LiveStack(f"http://127.0.0.1:{port}", web, loop, loop.log_dir)
     try:
-        web.start()
-        loop.worker("e2e-worker", concurrency=2)  # waits until it consumes
-        loop.beat()
+        web.start()  # the three start at once, then each is waited for
+        worker = loop.worker("e2e-worker", concurrency=2, wait=False)
+        beat = loop.beat(wait=False)
+        loop.wait_started(worker)  # until it consumes
+        loop.wait_started(beat)
         stack.wait_for(lambda: _answers(f"{stack.url}/healthz"), 30, "web never answered")
         yield stack
     finally:
@@ -260,10 +263,11 @@ def browser(request: pytest.FixtureRequest) -> Iterator[Browser]:
     if reason:  # only reached under CI=true: elsewhere tests/conftest.py has skipped the test
         pytest.fail(f"browser tests cannot run: {reason}")
     request.getfixturevalue("live_stack")  # after the check: no stack started for nothing
-    for old in SCREENSHOT_DIR.glob(f"{FAILED_PREFIX}*.png"):  # of an earlier run: misleading
-        old.unlink()
-    from playwright.sync_api import sync_playwright
+    if not os.environ.get("PYTEST_XDIST_WORKER"):  # a parallel run's controller did it
+        remove_failure_screenshots()
+    from playwright.sync_api import expect, sync_playwright
 
+    expect.set_options(timeout=DEFAULT_TIMEOUT_MS)
     with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
         patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         chromium = playwright.chromium.launch(

@@ -45,6 +45,8 @@ def test_every_page_loads_without_a_policy_violation(
     signed_in_page: Callable[..., Page],
     page: Page,
 ) -> None:
+    """Over 20 s on a loaded machine: every console page, the API's and the Django admin's pages
+    are loaded in Chromium one after another, each until its scripts have run."""
     admin = signed_in_page("admin", "csp-admin")
     from django.contrib.auth import get_user_model
 

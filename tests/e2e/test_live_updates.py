@@ -115,6 +115,8 @@ def test_the_dashboard_and_the_queue_page_follow_a_timer_until_the_queue_is_with
 
 
 def test_an_unchanged_page_costs_a_304_and_a_failing_server_pauses_the_updates(signed_in_page):
+    """Over 20 s: it waits for the page's own polls in real time (several until nothing changes,
+    then the slower polls after a failure, then the recovery)."""
     import_demo()
     page = signed_in_page("viewer")
 

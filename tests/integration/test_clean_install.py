@@ -175,6 +175,10 @@ def test_dockerfile_installs_requirements_txt_and_nothing_else() -> None:
 def test_a_clean_install_of_requirements_txt_runs_web_workers_and_beat(
     transactional_db: None, tmp_path: Path
 ) -> None:
+    """The module docstring says what this proves. About 40 s idle: a new venv and a real
+    ``pip install -r requirements.txt`` (through pip's cache), an import of every module, and
+    web, both workers and beat started until beat's heartbeat entry (every 10 s) reaches the
+    worker. It runs beside the rest of a parallel run, mostly waiting on pip and the processes."""
     if not settings.REDIS_URL:
         pytest.fail("REDIS_URL is not set")
     bin_dir = build_clean_venv(tmp_path / "venv")

@@ -423,7 +423,10 @@ def isolated_redis() -> Iterator[str]:
 def test_compose_commands_run_natively(
     compose: dict[str, Any], transactional_db: None, isolated_redis: str, tmp_path: Path
 ) -> None:
-    """web, both workers and beat from the compose file, against the committed test database."""
+    """web, both workers and beat from the compose file, against the committed test database.
+
+    About 16 to 25 s: four real processes start, and beat's heartbeat entry (every 10 s) must
+    reach the worker."""
     port = free_port()
     schedule = tmp_path / "celerybeat-schedule"
     metrics_dir = tmp_path / "metrics"  # the compose "metrics" volume, empty at start

@@ -20,6 +20,7 @@ import hashlib
 import hmac
 import itertools
 import json
+import math
 import re
 import secrets
 import socket
@@ -57,6 +58,8 @@ from scheduler_admin.enforcement.models import (
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
 from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from scheduler_admin.system.beat import beat_name
+from scheduler_admin.system.models import ProcessKind, WorkerHeartbeat
 from tests.api.conftest import client_for
 from tests.integration.test_sweep_races import TRIALS as RACE_TRIALS
 from tests.integration.test_sweep_races import make_partition as make_race_partition
@@ -194,36 +197,45 @@ class LiveLoop:
         return test_database_env(extra, redis_url=self.redis_url, beat_schedule_file=self.schedule)
 
     def worker(
-        self, name: str, *, concurrency: int = 2, env: Mapping[str, str] | None = None
+        self,
+        name: str,
+        *,
+        concurrency: int = 2,
+        env: Mapping[str, str] | None = None,
+        wait: bool = True,
     ) -> ManagedProcess:
-        """Start a worker called ``<name>@<host>`` and wait until it consumes."""
+        """Start a worker called ``<name>@<host>`` and wait until it consumes (``wait=False``:
+        the caller waits with ``wait_started``, after starting other processes meanwhile)."""
         args = [
             venv_executable("celery"), "-A", "scheduler_admin", "worker", "--loglevel", "INFO",
             "--concurrency", str(concurrency), "-n", f"{name}@%h",
             "--without-mingle", "--without-gossip",
         ]  # fmt: skip
         process = self._start(name, args, env)
-        wait_until(
-            lambda: f"{name}@{HOSTNAME} ready." in process.log_text(),
-            45,
-            message=f"worker {name} never became ready",
-            watch=[process],
-        )
+        if wait:
+            self.wait_started(process)
         return process
 
-    def beat(self, name: str = "beat") -> ManagedProcess:
+    def beat(self, name: str = "beat", *, wait: bool = True) -> ManagedProcess:
         args = [
             venv_executable("celery"), "-A", "scheduler_admin", "beat", "--loglevel", "INFO",
             "--schedule", str(self.schedule),
         ]  # fmt: skip
         process = self._start(name, args, None)
+        if wait:
+            self.wait_started(process)
+        return process
+
+    def wait_started(self, process: ManagedProcess) -> None:
+        """Until a worker consumes (it logged ``<name>@<host> ready.``) or beat has started."""
+        is_beat = process.args[3] == "beat"
+        done = "beat: Starting..." if is_beat else f"{process.name}@{HOSTNAME} ready."
         wait_until(
-            lambda: "beat: Starting..." in process.log_text(),
+            lambda: done in process.log_text(),
             45,
-            message=f"{name} never started",
+            message=f"{process.name} never {'started' if is_beat else 'became ready'}",
             watch=[process],
         )
-        return process
 
     def _start(self, name: str, args: list[str], env: Mapping[str, str] | None) -> ManagedProcess:
         process = ManagedProcess(name, args, env=self.env(env), log_dir=self.log_dir)
@@ -467,8 +479,13 @@ def test_a_timer_that_fell_due_while_worker_and_beat_were_down_runs_on_the_first
     assert not PreemptionRun.objects.exists()
 
     worker = live.worker("worker-restarted")
+    restarted_at = timezone.now()
     live.beat("beat-restarted")
-    beat_started = timezone.now()  # beat has logged "Starting...": its first tick follows
+    # Beat records its own heartbeat right after its first tick has sent what was due (and then
+    # every 10 s): that row, not the moment this test noticed beat had started, is when the
+    # restarted beat's first sweep went out. On a loaded machine beat's start-up alone may take
+    # seconds, which a delay measured from the test's side wrongly counted.
+    first_tick = beat_first_tick_after(restarted_at, watch=live.running())
     run = wait_for_finished_run(live, timer, SWEEP_PERIOD + SLACK + 10)
     wait_until(
         lambda: logged_ids(worker, "sweep_due_quota_timers", "succeeded"),
@@ -476,24 +493,48 @@ def test_a_timer_that_fell_due_while_worker_and_beat_were_down_runs_on_the_first
         message="the sweep that started the run never finished",
         watch=[worker],
     )
-    sweeps = logged_ids(worker, "sweep_due_quota_timers", "succeeded")
     assert run.created_at >= due_at
-    # Beat's schedule file says the sweep is overdue, so it sweeps as soon as it is up; the
-    # next sweep would come SWEEP_PERIOD later.
-    assert len(sweeps) == 1, f"{len(sweeps)} sweeps ran before the run\n{describe(live.running())}"
-    delay = seconds(run.created_at - beat_started)
-    assert delay < SWEEP_PERIOD, f"the run started {delay:.2f} s after beat came back"
+    # Beat's schedule file says the sweep is overdue, so it sweeps as soon as it is up: the run is
+    # started by the first sweep the restarted worker ran (no sweep finished before the line
+    # announcing the run), and before beat's next sweep was due, SWEEP_PERIOD after its first.
+    log = worker.log_text()
+    announced = log.find(f"quota timer sweep started run(s) {run.pk}")
+    assert announced >= 0, f"no sweep announced run {run.pk}\n{describe(live.running())}"
+    earlier = re.findall(
+        rf"{re.escape(TASK_PREFIX)}sweep_due_quota_timers\[[0-9a-f-]+\] succeeded", log[:announced]
+    )
+    assert not earlier, f"{len(earlier)} sweeps ran before the run\n{describe(live.running())}"
+    delay = seconds(run.created_at - first_tick)
+    assert delay < SWEEP_PERIOD, f"the run started {delay:.2f} s after beat's first tick"
     timer.refresh_from_db()
     assert (timer.status, timer.due_at) == (TimerStatus.FIRED, due_at)
+
+
+def beat_first_tick_after(moment: datetime, watch: Sequence[ManagedProcess]) -> datetime:
+    """When a beat started after ``moment`` first ticked: its heartbeat row's first ``last_seen``
+    after ``moment`` (``system.beat.HeartbeatScheduler`` writes it right after sending what the
+    first tick found due, and again only 10 s later)."""
+    beat = WorkerHeartbeat.objects.filter(kind=ProcessKind.BEAT, worker=beat_name())
+
+    def ticked() -> bool:
+        return beat.filter(last_seen__gt=moment).exists()
+
+    wait_until(ticked, 30, interval=0.05, message="beat never recorded a tick", watch=watch)
+    return beat.get().last_seen
 
 
 def test_a_timer_still_pending_after_a_restart_runs_no_earlier_than_its_due_at(
     live: LiveLoop,
 ) -> None:
     """Worker and beat stop and come back before the timer's due_at: the timer keeps its
-    original due_at, and the run starts no earlier than it (and within one sweep after it)."""
-    make_partition(team_config("12s"), TEAM_TASKS)
+    original due_at, and the run starts no earlier than it (and within one sweep after it).
+
+    The delay is 12 s, or more where starting worker and beat took long (a loaded machine):
+    three times that start, so the stop and the second start fit before due_at."""
+    started = time.monotonic()
     before = [live.worker("worker"), live.beat("beat")]
+    delay = max(12, math.ceil(3 * (time.monotonic() - started)))
+    make_partition(team_config(f"{delay}s"), TEAM_TASKS)
     set_max("root.team", 100)
     timer = pending_timer("root.team")
     due_at = timer.due_at

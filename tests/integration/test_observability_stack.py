@@ -151,6 +151,9 @@ def stack(transactional_db: None, tmp_path: Path) -> Iterator[ObservedStack]:
 def test_a_real_run_moves_the_counters_that_gunicorn_serves_and_the_logs_name_it(
     stack: ObservedStack,
 ) -> None:
+    """Over 20 s (about 28 s idle): worker, beat and gunicorn start, /readyz waits for beat's
+    and the worker's first heartbeats, and the run waits for a quota timer and beat's 5 s
+    sweep, all in real time."""
     make_partition(BATCH_CONFIG, BATCH_TASKS)
     worker = stack.worker("worker")
     beat = stack.beat()

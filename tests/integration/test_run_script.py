@@ -49,8 +49,11 @@ NOT_INHERITED = {
 }  # fmt: skip
 #: Start-up (set-up steps, then every service ready) on a loaded 2-core machine.
 START_TIMEOUT = 120.0
-#: The script's own deadline is 15 s before it kills; this leaves room for a loaded machine.
-STOP_TIMEOUT = 40.0
+#: The script's own deadline is 15 s before it kills, then it waits for what it killed to exit.
+#: A generous multiple of that: on a machine loaded by other work (the test at low priority, the
+#: product's processes inheriting it) 40 s were once not enough, and how long the stop takes is
+#: not what these tests prove (that it ends, by the right signal, with nothing left).
+STOP_TIMEOUT = 120.0
 BLOCK_END = "Ctrl-C stops everything."
 
 Signal = tuple[str, signal.Signals]  # ("group" | "script", signal)
@@ -160,7 +163,11 @@ class Run:
             print(f"stopped after {time.monotonic() - started:.1f} s")
             return status
         except subprocess.TimeoutExpired:
-            pytest.fail(f"still running {STOP_TIMEOUT:g} s after the signals:\n{self.output()}")
+            left = "\n".join(map(str, self.survivors()))
+            pytest.fail(
+                f"still running {STOP_TIMEOUT:g} s after the signals:\n{self.output()}\n"
+                f"processes of the run still alive:\n{left}"
+            )
 
     def survivors(self) -> list[RunProcess]:
         return [p for p in all_processes() if p.sid == self.leader.pid or self.marker in p.env]
@@ -308,7 +315,8 @@ def test_sigterm_to_makes_group_after_a_quiet_start_with_the_final_block_last(st
     """The SIGTERM case of the issue, after checking what a new user sees: the block (URL with
     the port, the account, the new password, how to reset it) is the last thing printed, and an
     idle product then stays quiet (sweeps every 5 s, heartbeats every 10 s, simulator every 3 s:
-    before the fix about 150 lines a minute)."""
+    before the fix about 150 lines a minute). About 25 s: the whole product starts, and it is
+    watched idle for 12 s, long enough to cover every periodic task at least once."""
     run = start_run(through_make=True, ADMIN_USERNAME="newadmin", ADMIN_PASSWORD="")
     run.wait_until_ready()
     base = f"http://127.0.0.1:{run.port}"

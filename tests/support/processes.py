@@ -34,6 +34,10 @@ PROJECT_DIR = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
 #: Redis database used by process tests (see ``isolated_redis_url``).
 ISOLATED_REDIS_DB = 14
+#: Redis databases of one pytest-xdist worker: worker ``gwN`` uses the fixed numbers of the tests
+#: (0 for ``REDIS_URL`` itself, 4, 11 to 14 above and in the modules) plus ``N`` times this, so
+#: workers running side by side never share a Celery queue (``redis_db_for_this_worker``).
+REDIS_DBS_PER_WORKER = 16
 #: How long a process gets to exit after SIGTERM before its group is killed.
 STOP_TIMEOUT = 15.0
 
@@ -58,8 +62,47 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def xdist_worker_number() -> int:
+    """N of the pytest-xdist worker ``gwN`` running this process (0 without xdist).
+
+    xdist sets ``PYTEST_XDIST_WORKER`` before the worker reads its settings, and the processes a
+    test starts inherit it (they are told their Redis database explicitly anyway)."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(name[2:]) if name.startswith("gw") and name[2:].isdigit() else 0
+
+
+def redis_db_for_this_worker(db: int) -> int:
+    """The Redis database number ``db`` of a test, moved into this xdist worker's own block.
+
+    Without xdist (or on worker ``gw0``) it is ``db`` itself, so a single pytest process uses
+    the numbers it always did. The Redis server needs ``REDIS_DBS_PER_WORKER`` databases per
+    worker (``--databases 64`` for four); ``tests/conftest.py`` checks that before a parallel
+    run starts."""
+    worker = xdist_worker_number()
+    if worker and not 0 <= db < REDIS_DBS_PER_WORKER:
+        raise ValueError(f"under xdist, test Redis databases are 0 to 15, not {db}")
+    return db + REDIS_DBS_PER_WORKER * worker
+
+
+def redis_url_for_this_worker(url: str) -> str:
+    """``url`` (``REDIS_URL``) with its database number moved into this xdist worker's block;
+    ``url`` itself outside xdist and on ``gw0``. Used by ``scheduler_admin/test_settings.py``.
+
+    A process a test starts with the test settings (``manage.py``) inherits both the worker's
+    name and the URL it already moved: a number inside the worker's block stays as it is."""
+    worker = xdist_worker_number()
+    if not worker:
+        return url
+    parts = urlsplit(url)
+    db = int(parts.path.strip("/") or 0)
+    if db // REDIS_DBS_PER_WORKER == worker:
+        return url
+    return urlunsplit(parts._replace(path=f"/{redis_db_for_this_worker(db)}"))
+
+
 def isolated_redis_url(url: str, db: int = ISOLATED_REDIS_DB) -> str:
-    """``url`` with its database number replaced by ``db``.
+    """``url`` with its database number replaced by ``db`` (moved into the block of this
+    pytest-xdist worker, ``redis_db_for_this_worker``).
 
     Several test runs (other checkouts, CI jobs, a developer's own run command) may share the
     Redis server at ``REDIS_URL``. Real Celery processes in tests publish and consume on the
@@ -71,7 +114,7 @@ def isolated_redis_url(url: str, db: int = ISOLATED_REDIS_DB) -> str:
     isolated too.
     """
     parts = urlsplit(url)
-    return urlunsplit(parts._replace(path=f"/{db}"))
+    return urlunsplit(parts._replace(path=f"/{redis_db_for_this_worker(db)}"))
 
 
 def flush_redis_db(url: str) -> None:
