@@ -69,7 +69,7 @@ test: lint docs
 	SCHEDULER_ENV=test $(PY) manage.py makemigrations --check --dry-run
 	$(DEPLOY_ENV) $(PY) manage.py check --deploy --fail-level WARNING
 	$(PY) -m compileall -q scheduler_admin preemption scheduler_admin_agent
-	$(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_DURATIONS) $(PYTEST_ARGS)
+	./scripts/with-test-redis.sh $(PY) -m pytest $(PYTEST_PARALLEL) $(PYTEST_DURATIONS) $(PYTEST_ARGS)
 
 bench: $(VENV)/.installed
 	$(PY) -m scheduler_admin.bench
