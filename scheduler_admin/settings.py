@@ -84,6 +84,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A console POST whose address has a parameter its form does not define saves nothing.
+    "scheduler_admin.web.query_guard.FormQueryGuardMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Turns a sign-in refused for too many failures into the lockout answer (issue 16, "auth").
     "axes.middleware.AxesMiddleware",
@@ -264,7 +266,11 @@ REST_FRAMEWORK = {
         "scheduler_admin.accounts.tokens.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["scheduler_admin.api.permissions.RolePermission"],
+    # The role check, then the query string held to the schema's operation (api.query).
+    "DEFAULT_PERMISSION_CLASSES": [
+        "scheduler_admin.api.permissions.RolePermission",
+        "scheduler_admin.api.query.QueryContract",
+    ],
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "scheduler_admin.api.ordering.StableOrderingFilter",

@@ -36,6 +36,7 @@ from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin import limits
 from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.concurrency import expected_version, with_etag
+from scheduler_admin.api.dry_run import DRY_RUN_PARAMETERS, DRY_RUN_RULE, is_dry_run
 from scheduler_admin.api.pagination import StandardPagination
 from scheduler_admin.api.params import int_param
 from scheduler_admin.api.parsers import FLAT_BODY_PARSERS, ConfigJSONParser
@@ -92,9 +93,6 @@ from scheduler_admin.queues.yaml_io import (
     render_queues_yaml,
 )
 
-DRY_RUN = OpenApiParameter(
-    "dry_run", OpenApiTypes.BOOL, description="validate and preview, save nothing"
-)
 IF_MATCH = OpenApiParameter(
     "If-Match",
     OpenApiTypes.STR,
@@ -109,10 +107,6 @@ QUEUES_YAML = {
     "properties": {"partitions": {"type": "array", "items": {"type": "object"}}},
     "description": "A YuniKorn queues.yaml document: `partitions`, each with its `queues`.",
 }
-
-
-def _dry_run(request: Request) -> bool:
-    return request.query_params.get("dry_run", "").lower() in {"1", "true", "yes"}
 
 
 def _bool_param(request: Request, name: str) -> bool:
@@ -355,9 +349,10 @@ class QueueDetail(APIView):
         description="Each of `guaranteed`, `max` and `properties` given is replaced whole. "
         "Answers the queue as saved, or with `?dry_run=true` the preview "
         "`{dry_run, valid, timers, plans, ...}`: the quota timers the change would start or "
-        "reset and the plan each would run; nothing is saved. Unknown fields are a 400.",
+        "reset and the plan each would run; nothing is saved. Unknown fields are a 400. "
+        + DRY_RUN_RULE,
         request=QueuePatchBodySerializer,
-        parameters=[DRY_RUN, IF_MATCH],
+        parameters=[*DRY_RUN_PARAMETERS, IF_MATCH],
         responses={200: saved_or_dry_run(QueueRowSerializer, "QueueOrDryRun")},
     )
     def patch(self, request: Request, partition: str, path: str) -> Response:
@@ -369,7 +364,7 @@ class QueueDetail(APIView):
         if version is None:
             raise ValidationError({"version": ["send the version you read (or If-Match)"]})
         comment = data.pop("comment")
-        if _dry_run(request):
+        if is_dry_run(request):
             config = current_config(obj)
             queue = services.queue_from_config(config, path)
             current_version = obj.queues.filter(path=path).values_list("version", flat=True).first()
@@ -420,7 +415,7 @@ class QueueDetail(APIView):
             return DELETE_QUEUE
         if request.method in ("GET", "HEAD", "OPTIONS"):
             return READ
-        return PREVIEW if _dry_run(request) else EDIT_QUEUE
+        return PREVIEW if is_dry_run(request) else EDIT_QUEUE
 
 
 def _preview(
@@ -456,9 +451,10 @@ class ConfigView(APIView):
     @extend_schema(
         summary="Replace the whole config from JSON (admin)",
         description="Validated as a whole and saved atomically as a new revision; with "
-        "`?dry_run=true` the preview `{dry_run, valid, timers, plans, ...}`, nothing saved.",
+        "`?dry_run=true` the preview `{dry_run, valid, timers, plans, ...}`, nothing saved. "
+        + DRY_RUN_RULE,
         request=ConfigPutBodySerializer,
-        parameters=[DRY_RUN, IF_MATCH],
+        parameters=[*DRY_RUN_PARAMETERS, IF_MATCH],
         responses={200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun")},
     )
     def put(self, request: Request, partition: str) -> Response:
@@ -475,7 +471,7 @@ def _replace_config(
     comment: str,
 ) -> Response:  # fmt: skip
     version = expected_version(request, body_version)
-    if _dry_run(request):
+    if is_dry_run(request):
         if version is not None and version != partition.version:
             raise services.StaleVersion(
                 f"partition {partition.name!r} is at version {partition.version}, not {version}",
@@ -549,7 +545,7 @@ class ConfigYamlView(APIView):
     @extend_schema(
         request={"application/yaml": QUEUES_YAML},
         parameters=[
-            DRY_RUN,
+            *DRY_RUN_PARAMETERS,
             OpenApiParameter(
                 "version",
                 {"type": "integer", "minimum": 1, "maximum": limits.POSITIVE_INT_MAX},
@@ -565,7 +561,8 @@ class ConfigYamlView(APIView):
         ],
         summary="Replace the config from a queues.yaml body (admin)",
         description="Creates the partition (201) when it does not exist yet; otherwise "
-        "replaces its config (200), or with `?dry_run=true` previews it, saving nothing.",
+        "replaces its config (200), or with `?dry_run=true` previews it, saving nothing. "
+        + DRY_RUN_RULE,
         responses={
             200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun"),
             201: OpenApiResponse(ConfigSerializer, description="The partition was created."),
@@ -573,6 +570,7 @@ class ConfigYamlView(APIView):
     )
     def put(self, request: Request, partition: str) -> Response:
         _comment_param(request)  # a bad comment is refused before the body is parsed
+        dry_run = is_dry_run(request)
         configs = parse_queues_yaml(
             request.body, settings_for=services.settings_for_import, source="body"
         )
@@ -582,6 +580,8 @@ class ConfigYamlView(APIView):
                 {"partitions": [f"the body must hold exactly partition {partition}"]}
             )
         obj = Partition.objects.filter(name=partition).first()
+        if obj is None and dry_run:  # a preview of a new partition: validated, nothing created
+            return _preview_new_partition(mine[0])
         if obj is None:  # importing a new partition: nothing to be stale against
             [result] = services.import_partition_configs(
                 mine,
@@ -596,6 +596,16 @@ class ConfigYamlView(APIView):
             minimum=1, maximum=limits.POSITIVE_INT_MAX,
         )  # fmt: skip
         return _replace_config(request, obj, mine[0], version, _comment_param(request))
+
+
+def _preview_new_partition(config: PartitionConfig) -> Response:
+    """The dry run of a partition that does not exist yet: validated as a save would be; no
+    timers or plans (a new partition has no cluster state yet). Nothing is created."""
+    errors = validate_config(config)
+    if errors:
+        raise ConfigErrors(errors)
+    facts = yunikorn_facts(normalized_config(config))
+    return Response({"dry_run": True, "valid": True, "timers": [], "plans": [], **facts})
 
 
 def _comment_param(request: Request) -> str:
