@@ -317,6 +317,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
+        "scheduler_admin.api.schema.exact_parameters",
+        "scheduler_admin.api.schema.text_without_nul",
         "scheduler_admin.api.schema.add_error_responses",
     ],
     "ENUM_NAME_OVERRIDES": {

@@ -175,6 +175,7 @@ class GrantViewSet(
         description="The holder loses the role on that subtree at once: a save of theirs "
         "still waiting for the partition lock is refused. Audited (`grant.revoked`).",
         parameters=[ID],
+        request=EmptyBodySerializer,  # not the grant: the body, if any, must be empty
         responses={204: None, **READ_ERRORS},
     )
     def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:

@@ -31,7 +31,7 @@ import re
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
 from rest_framework.permissions import SAFE_METHODS, BasePermission
@@ -45,6 +45,7 @@ UNKNOWN_PARAMETER = "Unknown parameter: this operation does not take it."
 _DATE_TIME = re.compile(
     r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt][0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?([Zz]|[+-][0-9]{2}:[0-9]{2})"
 )
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _INTEGER = re.compile(r"-?[0-9]+")
 _NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?([eE][+-]?[0-9]+)?")
 #: A value longer than this is named by its start only: an error body never echoes a megabyte.
@@ -167,6 +168,10 @@ def query_errors(request: Request, operation: Operation) -> dict[str, list[str]]
         if len(values) > 1 and not parameter.is_array:
             errors[name] = ["is given more than once: give it once"]
             continue
+        most = parameter.schema.get("maxItems")
+        if parameter.is_array and most is not None and len(values) > most:
+            errors[name] = [f"is given {len(values)} times: at most {most}"]
+            continue
         problems = [problem for value in values if (problem := _problem(value, parameter))]
         if problems:
             errors[name] = sorted(set(problems), key=problems.index)
@@ -196,10 +201,14 @@ def _problem(value: str, parameter: QueryParameter) -> str | None:
 
 
 def _value_problem(value: str, schema: Mapping[str, Any]) -> str | None:
+    if "anyOf" in schema:
+        if any(_value_problem(value, branch) is None for branch in schema["anyOf"]):
+            return None
+        return f"{_shown(value)!r}: {_expected(schema)}"
     kind = schema.get("type", "string")
     expected = _expected(schema)
     if kind == "integer":
-        if not _INTEGER.fullmatch(value) or not _in_bounds(int(value), schema):
+        if not _INTEGER.fullmatch(value) or not _in_bounds(_integer(value), schema):
             return f"{_shown(value)!r}: {expected}"
         return None
     if kind == "number":
@@ -216,9 +225,19 @@ def _value_problem(value: str, schema: Mapping[str, Any]) -> str | None:
         return f"must be at most {schema['maxLength']} characters"
     if schema.get("format") == "date-time" and not _is_date_time(value):
         return f"{_shown(value)!r}: {expected}"
+    if schema.get("format") == "date" and not _is_date(value):
+        return f"{_shown(value)!r}: {expected}"
     if "pattern" in schema and not re.search(schema["pattern"], value):
         return f"{_shown(value)!r}: {expected}"
     return None
+
+
+def _integer(digits: str) -> float:
+    """The value of ``-?[0-9]+``; one too long for ``int`` (Python refuses over 4,300 digits)
+    as an infinity of its sign: it is beyond any bound the schema sets."""
+    if len(digits.lstrip("-").lstrip("0")) > 40:
+        return float("-inf") if digits.startswith("-") else float("inf")
+    return int(digits)
 
 
 def _in_bounds(number: float, schema: Mapping[str, Any]) -> bool:
@@ -232,6 +251,16 @@ def _is_date_time(value: str) -> bool:
     try:
         datetime.fromisoformat(value.upper())
     except ValueError:  # 2026-02-30, 25:00, an offset of 24 h
+        return False
+    return True
+
+
+def _is_date(value: str) -> bool:
+    if not _DATE.fullmatch(value):
+        return False
+    try:
+        date.fromisoformat(value)
+    except ValueError:  # 2026-02-30
         return False
     return True
 
@@ -257,6 +286,10 @@ def _expected(schema: Mapping[str, Any]) -> str:
         return "must be one of: " + ", ".join(str(item) for item in schema["enum"])
     if schema.get("format") == "date-time":
         return "must be a date and time with its offset, such as 2026-03-01T12:00:00Z"
+    if schema.get("format") == "date":
+        return "must be a date, such as 2026-03-01"
+    if "anyOf" in schema:
+        return " or ".join(_expected(branch) for branch in schema["anyOf"])
     if "pattern" in schema:
         return f"must match {schema['pattern']}"
     return "must be a text"

@@ -1,5 +1,13 @@
 """OpenAPI generation: the schema says what the server does.
 
+- ``exact_parameters`` and ``text_without_nul`` make the schema as precise as the server's checks
+  (``api.query`` enforces the query parameters as documented): every text a request carries
+  (query, path, body, the keys of a map) excludes NUL, which PostgreSQL cannot store and the
+  request guard refuses; query texts are at most ``QUERY_TEXT_MAX_LENGTH`` characters and arrays
+  of an enum at most as many items as it has values, so every URL the schema allows fits under
+  ``limits.URL_MAX_BYTES``; an optional parameter of a read may be sent empty, meaning "not given"
+  (``allowEmptyValue``), as HTML filter forms send it.
+
 - ``add_error_responses`` documents the error responses every operation can give. All errors
   share one body (``scheduler_admin.api.errors``); listing them on every operation keeps the
   schema honest for clients and for the schema-conformance test (a paginated list answers 404
@@ -19,7 +27,15 @@ from typing import Any
 from drf_spectacular import openapi
 from drf_spectacular.plumbing import force_instance
 
+from scheduler_admin import limits
 from scheduler_admin.api.strict import StrictFields
+
+#: Text without NUL (ECMA and Python regular expressions alike).
+NO_NUL = "^[^\\u0000]*$"
+#: The longest text a query parameter takes unless it says otherwise (a queue path's length).
+QUERY_TEXT_MAX_LENGTH = limits.QUEUE_PATH_MAX_LENGTH
+#: Path parameter patterns drf-spectacular writes, and the same without NUL.
+_PATH_PATTERNS = {"^[^/]+$": "^[^/\\u0000]+$", "^[\\s\\S]+$": "^[^\\u0000]+$"}
 
 ERROR_SCHEMA = {
     "type": "object",
@@ -40,6 +56,7 @@ ERRORS = {
     "403": "Your role does not allow this.",
     "404": "Unknown partition, queue or object (or a page past the end).",
     "409": "The object changed since you read it (stale version).",
+    "414": "The URL is longer than 128 KiB (no URL this schema allows is).",
     "429": "Too many requests: throttled.",
 }
 BODY_ERRORS = {
@@ -104,3 +121,96 @@ def add_error_responses(result: dict[str, Any], generator: Any, request: Any, pu
                     },
                 )
     return result
+
+
+def exact_parameters(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
+    """Bounds and emptiness of every parameter as the server checks them (module docstring)."""
+    components = result.get("components", {}).get("schemas", {})
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if method not in METHODS:
+                continue
+            for parameter in operation.get("parameters", []):
+                schema = parameter.get("schema", {})
+                if "$ref" in schema:
+                    continue  # a shared enum: bounded already
+                if parameter["in"] == "path":
+                    _path_text(schema)
+                elif parameter["in"] == "query":
+                    if (
+                        method == "get"
+                        and not parameter.get("required")
+                        and not schema.get("minLength")  # the view refuses empty values
+                    ):
+                        parameter.setdefault("allowEmptyValue", True)
+                    _query_value(schema, components)
+    return result
+
+
+def _path_text(schema: dict[str, Any]) -> None:
+    if schema.get("type", "string") != "string" or "enum" in schema:
+        return
+    pattern = schema.get("pattern")
+    if pattern is None:
+        schema["pattern"] = NO_NUL
+    elif pattern in _PATH_PATTERNS:
+        schema["pattern"] = _PATH_PATTERNS[pattern]
+
+
+def _query_value(schema: dict[str, Any], components: dict[str, Any]) -> None:
+    if schema.get("type") == "array":
+        items = schema.setdefault("items", {})
+        if "$ref" in items:
+            items = components.get(items["$ref"].rsplit("/", 1)[-1], {})
+        if "enum" in items:
+            schema.setdefault("maxItems", len(items["enum"]))
+        else:
+            schema.setdefault("maxItems", 100)
+            _bounded_text(items)
+        return
+    _bounded_text(schema)
+
+
+def _bounded_text(schema: dict[str, Any]) -> None:
+    if schema.get("type", "string") != "string" or {"enum", "format", "anyOf"} & set(schema):
+        return
+    schema.setdefault("maxLength", QUERY_TEXT_MAX_LENGTH)
+    schema.setdefault("pattern", NO_NUL)
+
+
+def text_without_nul(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
+    """Every text of every request body, and every key of its maps, excludes NUL (the body
+    parsers refuse it)."""
+    components = result.get("components", {}).get("schemas", {})
+    seen: set[str] = set()
+    for operations in result.get("paths", {}).values():
+        for method, operation in operations.items():
+            if method not in METHODS:
+                continue
+            for media in operation.get("requestBody", {}).get("content", {}).values():
+                _walk(media.get("schema", {}), components, seen)
+    return result
+
+
+def _walk(schema: Any, components: dict[str, Any], seen: set[str]) -> None:
+    if not isinstance(schema, dict):
+        return
+    if "$ref" in schema:
+        name = schema["$ref"].rsplit("/", 1)[-1]
+        if name not in seen:
+            seen.add(name)
+            _walk(components.get(name), components, seen)
+        return
+    kind = schema.get("type")
+    if kind == "string" and not {"enum", "format", "pattern"} & set(schema):
+        schema["pattern"] = NO_NUL
+    if kind == "object" or "properties" in schema or "additionalProperties" in schema:
+        if schema.get("additionalProperties", True) is not False:
+            schema.setdefault("propertyNames", {"pattern": NO_NUL})
+        for child in schema.get("properties", {}).values():
+            _walk(child, components, seen)
+        _walk(schema.get("additionalProperties"), components, seen)
+    _walk(schema.get("items"), components, seen)
+    for key in ("oneOf", "anyOf", "allOf"):
+        for child in schema.get(key, []):
+            _walk(child, components, seen)

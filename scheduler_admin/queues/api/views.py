@@ -35,7 +35,12 @@ from preemption.hierarchy import ConfigErrors, Hierarchy, normalized_config, val
 from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin import limits
 from scheduler_admin.accounts import permissions as access
-from scheduler_admin.api.concurrency import expected_version, with_etag
+from scheduler_admin.api.concurrency import (
+    IF_MATCH_MAX_LENGTH,
+    IF_MATCH_PATTERN,
+    expected_version,
+    with_etag,
+)
 from scheduler_admin.api.dry_run import DRY_RUN_PARAMETERS, DRY_RUN_RULE, is_dry_run
 from scheduler_admin.api.pagination import StandardPagination
 from scheduler_admin.api.params import int_param
@@ -95,7 +100,7 @@ from scheduler_admin.queues.yaml_io import (
 
 IF_MATCH = OpenApiParameter(
     "If-Match",
-    OpenApiTypes.STR,
+    {"type": "string", "pattern": IF_MATCH_PATTERN, "maxLength": IF_MATCH_MAX_LENGTH},
     OpenApiParameter.HEADER,
     description="The ETag you read, instead of (or agreeing with) `version` in the body.",
 )
@@ -109,10 +114,19 @@ QUEUES_YAML = {
 }
 
 
+#: ``_bool_param``'s words, as the schema states them (any letter case).
+FLAG_SCHEMA = {
+    "type": "string",
+    "pattern": "^(?:[Tt][Rr][Uu][Ee]|[Yy][Ee][Ss]|1|[Ff][Aa][Ll][Ss][Ee]|[Nn][Oo]|0)$",
+    "x-expected": "must be true or false (also yes or no, 1 or 0, in any letter case)",
+}
+
+
 def _bool_param(request: Request, name: str) -> bool:
     """An optional true/false query parameter; anything else is a 400 naming it (a misspelt
     ``?publish=ture`` must not quietly answer the other document)."""
-    raw = request.query_params.get(name, "").lower()
+    raw = request.query_params.get(name, "")
+    raw = raw.lower() if raw.isascii() else raw
     if raw in {"", "0", "false", "no"}:
         return False
     if raw in {"1", "true", "yes"}:
@@ -508,7 +522,7 @@ class ConfigYamlView(APIView):
         parameters=[
             OpenApiParameter(
                 "publish",
-                OpenApiTypes.BOOL,
+                FLAG_SCHEMA,
                 description="The config for the cluster: YuniKorn's own quota preemption off "
                 "(unless PUBLISH_YUNIKORN_QUOTA_PREEMPTION).",
             ),
