@@ -59,6 +59,9 @@ class GrantBodySerializer(StrictSerializer):
     user = serializers.CharField(max_length=USERNAME_MAX_LENGTH, required=False)
     group = serializers.CharField(max_length=grants.GROUP_NAME_MAX_LENGTH, required=False)
 
+    #: The schema's words for ``_holder_errors``: exactly one of them.
+    request_schema_rules = {"oneOf": [{"required": ["user"]}, {"required": ["group"]}]}
+
     def to_internal_value(self, data: Any) -> Any:
         """Every field at fault at once: the holder's error with the others'."""
         holder = _holder_errors(data)

@@ -190,10 +190,8 @@ def _unknown(name: str, known: Mapping[str, QueryParameter]) -> str:
 
 
 def _problem(value: str, parameter: QueryParameter) -> str | None:
-    if value == "":
-        if parameter.allow_empty:
-            return None
-        return "must not be empty: " + _expected(parameter.schema)
+    if value == "" and parameter.allow_empty:
+        return None  # "not given" (allowEmptyValue); otherwise "" is judged as any value
     schema = parameter.schema
     if parameter.is_array:
         schema = schema.get("items", {})

@@ -26,6 +26,7 @@ from typing import Any
 
 from drf_spectacular import openapi
 from drf_spectacular.plumbing import force_instance
+from rest_framework import serializers
 
 from scheduler_admin import limits
 from scheduler_admin.api.strict import StrictFields
@@ -81,11 +82,20 @@ class AutoSchema(openapi.AutoSchema):
         # does require: describe them as they are.
         return self._as_post(super()._get_request_for_media_type, serializer, direction)
 
+    def _map_serializer_field(self, field: Any, direction: str, bypass_extensions=False) -> Any:
+        schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        many = isinstance(field, serializers.ListField | serializers.ListSerializer)
+        if many and not getattr(field, "allow_empty", True) and isinstance(schema, dict):
+            schema.setdefault("minItems", 1)  # DRF refuses an empty list: "may not be empty"
+        return schema
+
     def _map_basic_serializer(self, serializer: Any, direction: str) -> dict[str, Any]:
         serializer = force_instance(serializer)
         schema = super()._map_basic_serializer(serializer, direction)
         if direction != "request" or not isinstance(serializer, StrictFields):
             return schema
+        # Rules between fields the server checks (one of user or group, what a policy needs).
+        schema.update(getattr(serializer, "request_schema_rules", {}))
         schema["additionalProperties"] = False
         properties = schema.setdefault("properties", {})
         for field in serializer.fields.values():
@@ -141,6 +151,7 @@ def exact_parameters(result: dict[str, Any], generator: Any, request: Any, publi
                         method == "get"
                         and not parameter.get("required")
                         and not schema.get("minLength")  # the view refuses empty values
+                        and not parameter.get("explode")  # kind=a&kind=b: "" is no kind
                     ):
                         parameter.setdefault("allowEmptyValue", True)
                     _query_value(schema, components)

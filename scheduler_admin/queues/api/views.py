@@ -109,8 +109,26 @@ IF_MATCH = OpenApiParameter(
 #: A YuniKorn ``queues.yaml`` document (its partitions; the server checks the rest).
 QUEUES_YAML = {
     "type": "object",
-    "properties": {"partitions": {"type": "array", "items": {"type": "object"}}},
+    "properties": {
+        "partitions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "minLength": 1}},
+                "required": ["name"],
+            },
+            "minItems": 1,
+        }
+    },
+    "required": ["partitions"],
     "description": "A YuniKorn queues.yaml document: `partitions`, each with its `queues`.",
+}
+#: A PUT takes the one partition of its URL.
+QUEUES_YAML_PUT = {
+    **QUEUES_YAML,
+    "properties": {"partitions": {**QUEUES_YAML["properties"]["partitions"], "maxItems": 1}},
+    "description": "A YuniKorn queues.yaml document holding exactly the partition of the URL "
+    "(by `name`), with its `queues`.",
 }
 
 
@@ -557,7 +575,7 @@ class ConfigYamlView(APIView):
         return response
 
     @extend_schema(
-        request={"application/yaml": QUEUES_YAML},
+        request={"application/yaml": QUEUES_YAML_PUT},
         parameters=[
             *DRY_RUN_PARAMETERS,
             OpenApiParameter(
