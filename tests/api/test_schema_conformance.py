@@ -7,9 +7,10 @@ unsupported methods answered 405 with ``Allow``, authentication not ignored, ...
 A bounded, deterministic version of the full run (``tests/support/fuzz_api.py``, which runs
 every phase against gunicorn): the seed is fixed, each operation gets a few generated requests
 (``SCHEMA_EXAMPLES``, default 3) in the examples and fuzzing phases (the coverage and stateful
-phases, which take minutes, run in the full run only). The rules the schema cannot state (what depends on stored data or
-on a whole configuration) are listed, with their reasons, in ``schemathesis.toml``, which this
-test reads as the CLI does. Every failure of every role is reported together.
+phases, which take minutes, run in the full run only). The rules the schema cannot state (what
+depends on stored data or on a whole configuration) are listed, with their reasons, in
+``schemathesis.toml``, which this test reads as the CLI does. Every failure of every role is
+reported together.
 
 Takes about 30 s on an idle development machine (four roles over the whole schema).
 """
@@ -18,18 +19,18 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from axes.models import AccessAttempt
 
-from tests.support.throttles import clear_throttle_counts
-
 #: Examples per operation in the fuzzing phase (``SCHEMA_EXAMPLES=100`` for a deeper local run).
 EXAMPLES = int(os.environ.get("SCHEMA_EXAMPLES", "3"))
 CONFIG = Path(__file__).resolve().parents[2] / "schemathesis.toml"
-ROLES = ("admin", "operator", "viewer", "tenant")
+#: The admin last: its writes (a revoked grant, a replaced config) change what others may do.
+ROLES = ("viewer", "tenant", "operator", "admin")
 
 # Kept for the other schema tests: the checks of a single validated response.
 from schemathesis.checks import not_a_server_error  # noqa: E402
@@ -74,18 +75,14 @@ Authorization = "{headers["Authorization"]}"
     return SchemathesisConfig.from_str(settings + CONFIG.read_text())
 
 
-def run_schemathesis(config: Any, headers: dict[str, str]) -> tuple[list[str], Counter[int]]:
+def run_schemathesis(config: Any, base_url: str) -> tuple[list[str], Counter[int]]:
     """Every failed check and engine error of one run, described, and how often each status
     was answered (so a run that was refused everything does not pass unnoticed)."""
     import schemathesis
     from schemathesis.engine import Status, events
     from schemathesis.engine import from_schema as engine_for
 
-    from scheduler_admin.wsgi import application
-
-    schema = schemathesis.openapi.from_wsgi(
-        "/api/schema/", application, config=config, headers=headers
-    )
+    schema = schemathesis.openapi.from_url(f"{base_url}/api/schema/", config=config)
     failures: list[str] = []
     statuses: Counter[int] = Counter()
     for event in engine_for(schema).execute():
@@ -116,9 +113,7 @@ def run_schemathesis(config: Any, headers: dict[str, str]) -> tuple[list[str], C
 def callers(transactional_db) -> dict[str, dict[str, str]]:
     """The tenants' state (timers, runs, an eviction order, inside and outside a subtree) and
     an API token per role; the tenant admin holds admin on root.team-a through their group.
-
-    Committed (``transactional_db``): schemathesis sends its requests from threads of its own,
-    each with its own database connection, which Django closes after each request."""
+    Committed (``transactional_db``): the server below is another process."""
     from scheduler_admin.accounts.tokens import create_token
     from tests.support import tenants
 
@@ -128,30 +123,49 @@ def callers(transactional_db) -> dict[str, dict[str, str]]:
     for role, kind in kinds.items():
         key = create_token(tenants.tenant_user(kind), name="schema", expires_at=None)[1]
         headers[role] = {"Authorization": f"Token {key}"}
-    yield headers
-    _end_other_sessions()
+    return headers
 
 
-def _end_other_sessions() -> None:
-    """Close the connections schemathesis' finished threads left open, so the test database
-    can be dropped (Django closes a thread's connection only when that thread asks)."""
-    from django.db import connection
+@pytest.fixture
+def server(callers: dict[str, dict[str, str]], tmp_path: Path) -> Iterator[str]:
+    """gunicorn (two workers) on the test database, write throttles out of the way (a
+    throttled write is a documented 429, but it would hide what comes after it)."""
+    import urllib.request
 
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
-        )
+    from tests.support.processes import (
+        ManagedProcess,
+        free_port,
+        test_database_env,
+        venv_executable,
+        wait_until,
+    )
+
+    port = free_port()
+    args = [venv_executable("gunicorn"), "scheduler_admin.wsgi", "-b", f"127.0.0.1:{port}",
+            "-w", "2", "--timeout", "120"]  # fmt: skip
+    rates = {"API_WRITE_RATE": "1000000/min", "API_AGENT_WRITE_RATE": "1000000/min",
+             "API_TOKEN_RATE": "1000000/min"}  # fmt: skip
+    env = test_database_env({**rates, "XDG_RUNTIME_DIR": str(tmp_path)})
+
+    def answers() -> bool:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=5):
+                return True
+        except OSError:
+            return False
+
+    with ManagedProcess("schema-web", args, env=env, log_dir=tmp_path) as process:
+        wait_until(answers, 60, message="gunicorn never answered", watch=[process])
+        yield f"http://127.0.0.1:{port}"
 
 
-def test_every_operation_answers_as_its_schema_says_for_every_kind_of_caller(callers):
+def test_every_operation_answers_as_its_schema_says_for_every_kind_of_caller(callers, server):
     failures: list[str] = []
-    for role in ROLES:
-        clear_throttle_counts()  # a role's writes must not throttle the next role
-        AccessAttempt.objects.all().delete()  # nor its wrong passwords lock the next one out
-        found, statuses = run_schemathesis(bounded_config(callers[role]), callers[role])
+    for role in os.environ.get("SCHEMA_ROLES", ",".join(ROLES)).split(","):
+        AccessAttempt.objects.all().delete()  # a role's wrong passwords must not lock out the next
+        found, statuses = run_schemathesis(bounded_config(callers[role]), server)
         failures += [f"[{role}] {failure}" for failure in found]
         answered = sum(count for status, count in statuses.items() if status < 300)
-        if answered < 50:  # the requests reached the operations, not only the refusals
+        if answered < 20:  # the requests reached the operations, not only the refusals
             failures.append(f"[{role}] only {answered} successful answers: {dict(statuses)}")
     assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures)
