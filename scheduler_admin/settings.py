@@ -306,7 +306,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Queue quotas, preemption and audit for a batch cluster (SPEC 7). Every endpoint needs "
         "a signed-in user (`Authorization: Token ...` or the console's session) with a role; "
-        "request bodies refuse fields they do not know (400 naming each).\n\n"
+        "request bodies refuse fields they do not know (400 naming each). Query parameters are "
+        "checked against this schema on every request: a write (POST, PUT, PATCH, DELETE) "
+        "refuses any query parameter it does not list, and every operation refuses values "
+        "its parameters rule out, with a 400 naming each, before anything is changed. "
+        "Previews: `dry_run` takes `true` or `false` (also `1` or `0`, in any letter case) and "
+        "Kubernetes' `dryRun=All` means a preview too; any other value is a 400, so a "
+        "misspelt preview never saves.\n\n"
         "[Back to the console](/) · [API root](/api/v1/) · [Schema (YAML)](/api/schema/)"
     ),
     "VERSION": "1",
