@@ -9,7 +9,7 @@ page, NUL bytes, enum and boolean filters taking anything, a 414 from gunicorn i
 - Values the schema rules out are a 400 naming the parameter: ``page=0``, ``status=bogus``,
   ``schedulable=maybe``, ``run=1.5``, a parameter given twice.
 - A URL over 128 KiB is a 414 with the API's error body; every URL the schema allows is shorter.
-- The exact patterns behind it: list times, ``If-Match``.
+- The exact patterns behind it (list times, ``If-Match``): ``tests/unit/test_query_patterns.py``.
 """
 
 from __future__ import annotations
@@ -18,12 +18,8 @@ import re
 from urllib.parse import quote
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from scheduler_admin import limits
-from scheduler_admin.api.concurrency import IF_MATCH_PATTERN, expected_version
-from scheduler_admin.api.filters import ISO_TIME_PATTERN, UTCDateTimeField
 from tests.api.conftest import assert_error, role_client
 
 pytestmark = pytest.mark.django_db
@@ -164,31 +160,3 @@ def _longest(schema: dict) -> int:
         return 40  # 2026-03-01T12:00:00.123456789+01:00
     assert "maxLength" in schema or ("pattern" in schema and "*" not in schema["pattern"]), schema
     return schema.get("maxLength", 64)
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.from_regex(ISO_TIME_PATTERN))
-def test_every_time_the_list_pattern_allows_is_a_time_the_server_reads(value):
-    assert UTCDateTimeField().clean(value) is not None
-
-
-@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
-@given(st.from_regex(IF_MATCH_PATTERN))
-def test_every_if_match_the_schema_allows_is_read(value):
-    from rest_framework.request import Request
-    from rest_framework.test import APIRequestFactory
-
-    request = Request(APIRequestFactory().patch("/", HTTP_IF_MATCH=value))
-    assert expected_version(request, None) >= 1
-
-
-@pytest.mark.parametrize("value", ['"x-v0"', '"x-v2147483648"', '"x-v07"', "x-v1", '"a"b-v1"'])
-def test_an_if_match_the_schema_rules_out_is_refused(value):
-    from rest_framework.exceptions import ValidationError
-    from rest_framework.request import Request
-    from rest_framework.test import APIRequestFactory
-
-    assert not re.fullmatch(IF_MATCH_PATTERN, value)
-    request = Request(APIRequestFactory().patch("/", HTTP_IF_MATCH=value))
-    with pytest.raises(ValidationError):
-        expected_version(request, None)
