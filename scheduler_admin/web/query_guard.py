@@ -62,5 +62,8 @@ class FormQueryGuardMiddleware:
         if not unknown:
             return None
         shown = [name if len(name) <= _SHOWN else name[:_SHOWN] + "…" for name in unknown]
-        context = {"names": shown, "declared": sorted(declared), "back_url": _back_url(request)}
+        # Back to the page the form is on: the referring page, else this address without its
+        # query string (the form's own page).
+        back = _back_url(request) or request.path
+        context = {"names": shown, "declared": sorted(declared), "back_url": back}
         return render(request, "errors/unknown_query.html", context, status=400)
