@@ -1,6 +1,19 @@
 # Scheduler Admin: one image for web (gunicorn), the two Celery workers (enforcement; webhook
 # deliveries), beat, migrate and the cluster agent (`scheduler-admin-agent`; docker-compose.yml
 # and deploy/kubernetes/ pick the command). Settings come from the environment at run time.
+
+# The documentation site, built in a stage of its own so that mkdocs stays out of the image: the
+# console's Help links open it under /docs/ (scheduler_admin.web.help), with no network needed.
+FROM python:3.11-slim AS docs
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 NO_MKDOCS_2_WARNING=1
+WORKDIR /src
+COPY requirements-docs.txt ./
+RUN pip install --no-cache-dir -r requirements-docs.txt
+COPY mkdocs.yml .env.example ./
+COPY docs ./docs
+COPY docs-theme ./docs-theme
+RUN mkdocs build --strict
+
 FROM python:3.11-slim
 
 ENV PYTHONUNBUFFERED=1 \
@@ -32,6 +45,7 @@ COPY preemption ./preemption
 COPY templates ./templates
 COPY static ./static
 COPY demo ./demo
+COPY --from=docs /src/site ./site
 # The project itself, for its console script `scheduler-admin-agent` (pyproject.toml
 # [project.scripts]) on PATH. --no-deps: requirements.txt above already pinned every dependency,
 # so this adds nothing else. The other commands keep running from /app (gunicorn, celery and

@@ -1,6 +1,7 @@
 # Scheduler Admin. The two commands of the README:
 #   make run    set up everything on a fresh machine and run web + worker + beat (SQLite, embedded broker)
-#   make test   lint, migration check, deploy check and the whole test suite (PostgreSQL + Redis)
+#   make test   lint, docs build, migration check, deploy check and the whole test suite (PostgreSQL + Redis)
+# and `make docs`: build the documentation site into site/ (served by the product under /docs/).
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -11,7 +12,7 @@ DEPLOY_ENV := SCHEDULER_ENV=production ALLOWED_HOSTS=scheduler.example.com \
 	DATABASE_URL=sqlite:///$(CURDIR)/var/deploy-check.sqlite3 \
 	SECRET_KEY=deploy-check-$(shell od -An -N24 -tx1 /dev/urandom | tr -d ' \n')
 
-.PHONY: run test lint fmt bench scenarios clean
+.PHONY: run test lint fmt docs bench scenarios clean
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,11 +20,29 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PIP) install --no-deps -e .
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed requirements-dev.txt
+$(VENV)/.installed-docs: $(VENV)/.installed requirements-docs.txt
+	$(PIP) install -r requirements-docs.txt
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed $(VENV)/.installed-docs requirements-dev.txt
 	$(PIP) install -r requirements-dev.txt
 	touch $@
 
-run: $(VENV)/.installed
+# The documentation site (mkdocs.yml). `docs` always builds, strictly: a broken link, a missing
+# page or anchor fails it. site/index.html is built only when missing or older than its sources,
+# so `make run` builds the help pages once and then starts at once. (No --quiet: it hides the
+# warnings, and with them strict mode's failure.)
+MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
+# (-mindepth 1: the folder docs itself would name the phony target docs.)
+DOCS_SOURCES := mkdocs.yml .env.example $(shell find docs docs-theme -mindepth 1 -not -path 'docs/incoming*' -not -path '*/__pycache__*' 2>/dev/null)
+
+docs: $(VENV)/.installed-docs
+	$(MKDOCS) build --strict
+
+site/index.html: $(VENV)/.installed-docs $(DOCS_SOURCES)
+	$(MKDOCS) build --strict
+
+run: $(VENV)/.installed site/index.html
 	./scripts/run.sh
 
 lint: $(VENV)/.installed-dev
@@ -34,7 +53,7 @@ fmt: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check --fix .
 	$(VENV)/bin/ruff format .
 
-test: lint
+test: lint docs
 	mkdir -p var
 	SCHEDULER_ENV=test $(PY) manage.py makemigrations --check --dry-run
 	$(DEPLOY_ENV) $(PY) manage.py check --deploy --fail-level WARNING
@@ -51,4 +70,4 @@ scenarios: $(VENV)/.installed
 	$(PY) -m preemption.scenario ../shared/scenarios tests/scenarios
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) var site .pytest_cache .ruff_cache .hypothesis

@@ -21,6 +21,7 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from scheduler_admin.accounts.addresses import parse_trusted_proxies
 from scheduler_admin.csp import DEFAULT_POLICY as DEFAULT_CSP
 from scheduler_admin.env import Env
 
@@ -48,7 +49,7 @@ else:
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "scheduler_admin.web.admin_config.ReadOnlyAdminConfig",  # the admin, read-only
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -149,25 +150,34 @@ LOGOUT_REDIRECT_URL = "login"
 # default). Tokens are hashed, named and listed per user (scheduler_admin/accounts/tokens.py).
 API_TOKEN_EXPIRY_DAYS = env.int("API_TOKEN_EXPIRY_DAYS", 90, minimum=0)
 
-# --- Sign-in hardening (issue 16, part "auth"): failed sign-ins -------------------------------
-# After SIGNIN_FAILURE_LIMIT failed sign-ins of one user name (from any address) or from one
-# address (for any user name), signing in is refused for SIGNIN_LOCKOUT_MINUTES after the last
-# failure (console, Django admin, POST /api/v1/auth/token/); admins unlock earlier
-# (scheduler_admin/accounts/signin.py). SIGNIN_TRUSTED_PROXIES: how many reverse proxies in
-# front of the product append to X-Forwarded-For (0: use the connection's address).
+# --- Sign-in hardening (issue 16, part "auth"; issue 23): failed sign-ins ---------------------
+# SIGNIN_FAILURE_LIMIT failed sign-ins of one user name from one address lock that pair;
+# SIGNIN_ADDRESS_FAILURE_LIMIT failures from one address (at most SIGNIN_FAILURE_LIMIT counted
+# per user name) lock the address; each for SIGNIN_LOCKOUT_MINUTES after the last failure
+# (console, Django admin, POST /api/v1/auth/token/); admins unlock earlier. A user name alone
+# is never locked. SIGNIN_TRUSTED_PROXIES: the reverse proxies' addresses or networks; behind
+# them the address is the one they appended to X-Forwarded-For
+# (scheduler_admin/accounts/signin.py).
 SIGNIN_FAILURE_LIMIT = env.int("SIGNIN_FAILURE_LIMIT", 5, minimum=1)
+SIGNIN_ADDRESS_FAILURE_LIMIT = env.int(
+    "SIGNIN_ADDRESS_FAILURE_LIMIT", 50, minimum=SIGNIN_FAILURE_LIMIT
+)
 SIGNIN_LOCKOUT_MINUTES = env.int("SIGNIN_LOCKOUT_MINUTES", 15, minimum=1)
-SIGNIN_TRUSTED_PROXIES = env.int("SIGNIN_TRUSTED_PROXIES", 0, minimum=0)
+try:
+    SIGNIN_TRUSTED_PROXIES = parse_trusted_proxies(env.list("SIGNIN_TRUSTED_PROXIES", []))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"SIGNIN_TRUSTED_PROXIES: {exc}") from None
 AUTHENTICATION_BACKENDS = [
     "scheduler_admin.accounts.signin.SigninThrottleBackend",  # first: refuses locked-out ones
     "django.contrib.auth.backends.ModelBackend",
 ]
+AXES_HANDLER = "scheduler_admin.accounts.signin.SigninAttemptHandler"  # + the address lock
 AXES_FAILURE_LIMIT = SIGNIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=SIGNIN_LOCKOUT_MINUTES)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own, not the pair
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # the pair, never a user name alone
 AXES_RESET_ON_SUCCESS = False  # it would reset the address's failures too
 AXES_LOCKOUT_CALLABLE = "scheduler_admin.accounts.signin.lockout_response"
-AXES_CLIENT_IP_CALLABLE = "scheduler_admin.accounts.signin.client_address"
+AXES_CLIENT_IP_CALLABLE = "scheduler_admin.accounts.addresses.client_address"
 AXES_USERNAME_CALLABLE = "scheduler_admin.accounts.signin.client_username"
 AXES_DISABLE_ACCESS_LOG = True  # successful sign-ins: Django's last_login, not a growing table
 AXES_ENABLE_ADMIN = False  # the Django admin stays read-only; unlocking is audited elsewhere
@@ -206,14 +216,24 @@ if OIDC_ENABLED:
     OIDC_TIMEOUT = env.int("OIDC_TIMEOUT", 10, minimum=1)
     OIDC_GROUPS_CLAIM = env.str("OIDC_GROUPS_CLAIM", "groups")
     OIDC_USERNAME_CLAIM = env.str("OIDC_USERNAME_CLAIM", "preferred_username")
-    OIDC_ROLE_GROUPS = env.required_str("OIDC_ROLE_GROUPS")
+    # Which provider groups give a global role, and which give queue grants (tenant accounts,
+    # with or without a role); at least one of the two must name a group.
+    OIDC_ROLE_GROUPS = env.str("OIDC_ROLE_GROUPS", "")
+    OIDC_GRANT_GROUPS = env.str("OIDC_GRANT_GROUPS", "")
+    if not OIDC_ROLE_GROUPS and not OIDC_GRANT_GROUPS:
+        raise ImproperlyConfigured(
+            "OIDC_ROLE_GROUPS or OIDC_GRANT_GROUPS must be set in the environment: nobody could "
+            "sign in with single sign-on"
+        )
     # Where a refused sign-in lands (with the reason as a message), and mozilla's defaults.
     LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
     OIDC_CREATE_USER = True
     AUTHENTICATION_BACKENDS.append("scheduler_admin.accounts.oidc.RoleMappingOIDCBackend")
-    from scheduler_admin.accounts.oidc_config import parse_role_groups
+    from scheduler_admin.accounts.oidc_config import parse_grant_groups, parse_role_groups
 
-    OIDC_ROLE_BY_GROUP = parse_role_groups(OIDC_ROLE_GROUPS)  # checked at start-up
+    # Both checked at start-up.
+    OIDC_ROLE_BY_GROUP = parse_role_groups(OIDC_ROLE_GROUPS) if OIDC_ROLE_GROUPS else {}
+    OIDC_GRANTS_BY_GROUP = parse_grant_groups(OIDC_GRANT_GROUPS) if OIDC_GRANT_GROUPS else {}
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
@@ -222,6 +242,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# The documentation site `make docs` builds (mkdocs.yml), served to signed-in users under /docs/
+# (scheduler_admin.web.help); the image builds it at /app/site.
+DOCS_SITE_DIR = BASE_DIR / "site"
 # collectstatic runs only for production images; elsewhere whitenoise serves from the finders,
 # and an unset STATIC_ROOT keeps it from looking for a directory that was never collected.
 _static_root = env.raw("STATIC_ROOT") or (str(VAR_DIR / "staticfiles") if IS_PRODUCTION else None)
@@ -304,7 +327,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Scheduler Admin API",
     "DESCRIPTION": (
-        "Queue quotas, preemption and audit for a batch cluster (SPEC 7). Every endpoint needs "
+        "Queue quotas, preemption and audit for a batch cluster. Every endpoint needs "
         "a signed-in user (`Authorization: Token ...` or the console's session) with a role; "
         "request bodies refuse fields they do not know (400 naming each). Query parameters are "
         "checked against this schema on every request: a write (POST, PUT, PATCH, DELETE) "
@@ -313,7 +336,8 @@ SPECTACULAR_SETTINGS = {
         "Previews: `dry_run` takes `true` or `false` (also `1` or `0`, in any letter case) and "
         "Kubernetes' `dryRun=All` means a preview too; any other value is a 400, so a "
         "misspelt preview never saves.\n\n"
-        "[Back to the console](/) · [API root](/api/v1/) · [Schema (YAML)](/api/schema/)"
+        "[Back to the console](/) · [API root](/api/v1/) · [Schema (YAML)](/api/schema/) · "
+        "[Documentation](/docs/reference/api/)"
     ),
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,

@@ -225,7 +225,8 @@ show_block() {
   [ -n "${SCHEDULER_VAR_DIR:-}" ] && env_prefix+=" SCHEDULER_VAR_DIR=$SCHEDULER_VAR_DIR"
   local rule="========================================================================"
   say "" "$rule" "Scheduler Admin is running at $BASE_URL/" \
-    "  REST API:      API=$BASE_URL/api/v1   (the README's curl examples use \$API)" \
+    "  REST API:      API=$BASE_URL/api/v1   (the curl examples of the docs use \$API)" \
+    "  Help:          $BASE_URL/docs/   (each console page's Help link opens its part)" \
     "  Sign in as:    $user"
   [ -n "$admin_note" ] && say "$admin_note" | sed 's/^/  /'
   say "  Reset the password: $env_prefix .venv/bin/python manage.py changepassword $user"

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.contrib.auth import authenticate
 from drf_spectacular.utils import extend_schema, extend_schema_view, inline_serializer
+from rest_framework import exceptions
 from rest_framework import serializers as drf_serializers
 from rest_framework.authtoken import serializers
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -22,7 +26,11 @@ from scheduler_admin.limits import USERNAME_MAX_LENGTH
 
 class AuthTokenSerializer(StrictFields, serializers.AuthTokenSerializer):
     """DRF's ``username`` and ``password`` (checked by ``authenticate``, so failed attempts are
-    counted by the sign-in throttle), an optional token ``name``; any other field is refused."""
+    counted by the sign-in throttle), an optional token ``name``; any other field is refused.
+
+    Wrong credentials are a 401 (``AuthenticationFailed``), not DRF's 400: the request was
+    well formed, the credentials were refused. A missing or malformed field stays a 400 naming
+    it."""
 
     username = drf_serializers.CharField(
         label="Username", write_only=True, max_length=USERNAME_MAX_LENGTH
@@ -35,6 +43,19 @@ class AuthTokenSerializer(StrictFields, serializers.AuthTokenSerializer):
         help_text="The token's name (default `api`). A token of yours with the same name is "
         "replaced.",
     )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        user = authenticate(
+            request=self.context.get("request"),
+            username=attrs["username"],
+            password=attrs["password"],
+        )
+        if user is None:  # wrong password, unknown or deactivated user, or locked out (429)
+            raise exceptions.AuthenticationFailed(
+                "Unable to sign in with the user name and password given.", code="signin_failed"
+            )
+        attrs["user"] = user
+        return attrs
 
 
 TokenIssued = inline_serializer(
@@ -52,9 +73,11 @@ TokenIssued = inline_serializer(
         summary="Exchange a username and password for a new API token",
         description="Issues a new token named `name` (default `api`), replacing a token of "
         "yours with that name, expiring after API_TOKEN_EXPIRY_DAYS. Send it as "
-        "`Authorization: Token <token>`. The key is shown only in this answer. Throttled "
-        "(API_TOKEN_RATE); repeated failed sign-ins lock the user and the address out for "
-        "SIGNIN_LOCKOUT_MINUTES (429).",
+        "`Authorization: Token <token>`. The key is shown only in this answer. A wrong user "
+        "name or password answers 401. Throttled per client address (API_TOKEN_RATE); "
+        "repeated failed sign-ins of one user name from one address lock that user name "
+        "there, and many from one address lock the address, for SIGNIN_LOCKOUT_MINUTES "
+        "(429).",
         request=AuthTokenSerializer,
         responses=TokenIssued,
     )

@@ -34,5 +34,6 @@ def sign_in(request: HttpRequest) -> dict[str, object]:
         "oidc_enabled": settings.OIDC_ENABLED,
         "oidc_provider_name": settings.OIDC_PROVIDER_NAME,
         "signin_failure_limit": settings.SIGNIN_FAILURE_LIMIT,
+        "signin_address_failure_limit": settings.SIGNIN_ADDRESS_FAILURE_LIMIT,
         "signin_lockout_minutes": settings.SIGNIN_LOCKOUT_MINUTES,
     }

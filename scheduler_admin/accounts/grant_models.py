@@ -25,6 +25,15 @@ class GrantRole(models.TextChoices):
     ADMIN = "admin", "admin"
 
 
+class GrantSource(models.TextChoices):
+    """Who keeps a grant: ``manual`` ones are given and revoked by admins (Users page, API,
+    ``create_user``); ``single_sign_on`` ones follow the holder's groups at the provider
+    (``OIDC_GRANT_GROUPS``), given and revoked again at each of their sign-ins."""
+
+    MANUAL = "manual", "given by an admin"
+    SINGLE_SIGN_ON = "single_sign_on", "from single sign-on groups"
+
+
 class QueueGrant(models.Model):
     """``role`` on ``queue`` and every queue below it, held by ``user`` or by every member of
     ``group`` (exactly one of them).
@@ -50,6 +59,12 @@ class QueueGrant(models.Model):
         Group, null=True, blank=True, on_delete=models.CASCADE, related_name="queue_grants"
     )
     role = models.CharField(max_length=10, choices=GrantRole.choices)
+    source = models.CharField(
+        max_length=20,
+        choices=GrantSource.choices,
+        default=GrantSource.MANUAL,
+        db_default=GrantSource.MANUAL,
+    )
     created_at = models.DateTimeField()
     created_by_name = models.CharField(max_length=USERNAME_MAX_LENGTH)
 

@@ -9,6 +9,9 @@ never on a grant that is already gone.
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +22,8 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from preemption.config import text_problem
-from scheduler_admin.accounts.models import GrantRole, QueueGrant
+from scheduler_admin.accounts.grant_specs import GrantSpec
+from scheduler_admin.accounts.models import GrantRole, GrantSource, QueueGrant
 from scheduler_admin.accounts.roles import ROLES
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
@@ -29,6 +33,8 @@ from scheduler_admin.limits import (
     USERNAME_MAX_LENGTH,
 )
 from scheduler_admin.queues.models import Partition, Queue
+
+logger = logging.getLogger(__name__)
 
 #: The longest group name Django stores.
 GROUP_NAME_MAX_LENGTH = Group._meta.get_field("name").max_length or 150
@@ -75,6 +81,8 @@ def give_grant(
     actor: AbstractBaseUser | None,
     user: str = "",
     group: str = "",
+    source: str = GrantSource.MANUAL,
+    via: str = "",
 ) -> GrantResult:
     """Give ``role`` on ``queue_path`` (and below) to the user or the group named.
 
@@ -82,12 +90,18 @@ def give_grant(
     group that is not a role group); lock the partition; find the queue; create the grant, or
     change the role of the holder's grant on that queue; audit ``grant.created`` or
     ``grant.changed``. Giving a holder the role they hold changes nothing.
+
+    ``source`` says who keeps the grant (``GrantSource``): an admin's grant given again by an
+    admin becomes theirs to keep (``manual``) even if single sign-on gave it first; single sign-on
+    never takes over, nor changes, a grant an admin gave. ``via`` replaces "by <actor>" in the
+    audit summary (single sign-on says at whose sign-in).
     """
     if role not in GrantRole.values:
         raise GrantError(f"Unknown role {role!r}: choose operator or admin.", field="role")
     holder_user, holder_group = _holder(user, group)
     _check_text(partition, "partition", PARTITION_NAME_MAX_LENGTH)
     _check_text(queue_path, "queue", QUEUE_PATH_MAX_LENGTH)
+    by = via or f"by {actor_name(actor)}"
     with transaction.atomic():
         part = _locked_partition(partition)
         queue = Queue.objects.filter(partition=part, path=queue_path).first()
@@ -100,26 +114,30 @@ def give_grant(
         )
         now = timezone.now()
         if existing is not None:
-            if existing.role == role:
+            keeps = source == GrantSource.SINGLE_SIGN_ON and existing.source == GrantSource.MANUAL
+            if keeps or (existing.role == role and existing.source == source):
                 return GrantResult(_loaded(existing), created=False, changed=False)
-            before = existing.role
-            existing.role = role
-            existing.save(update_fields=["role"])
+            before, before_source = existing.role, existing.source
+            existing.role, existing.source = role, source
+            existing.save(update_fields=["role", "source"])
             grant = _loaded(existing)
+            was = f"was {before}" + (
+                ", from single sign-on" if before_source == GrantSource.SINGLE_SIGN_ON else ""
+            )
             _record(
                 AuditKind.GRANT_CHANGED,
                 grant,
                 actor,
                 f"{grant.holder_text.capitalize()} is now {role} of {queue_path} in "
-                f"{part.name} (was {before}), by {actor_name(actor)}",
-                {"from": before, "to": role},
+                f"{part.name} ({was}), {by}",
+                {"from": before, "to": role, "source": source},
             )
             return GrantResult(grant, created=False, changed=True)
         try:
             with transaction.atomic():
                 created = QueueGrant.objects.create(
                     partition=part, queue=queue, user=holder_user, group=holder_group,
-                    role=role, created_at=now, created_by_name=actor_name(actor),
+                    role=role, source=source, created_at=now, created_by_name=actor_name(actor),
                 )  # fmt: skip
         except IntegrityError:  # unreachable while the partition is locked; kept honest
             raise GrantError("That holder was given a grant on this queue meanwhile.") from None
@@ -128,14 +146,13 @@ def give_grant(
             AuditKind.GRANT_CREATED,
             grant,
             actor,
-            f"{grant.holder_text.capitalize()} made {role} of {queue_path} in {part.name} "
-            f"by {actor_name(actor)}",
-            {"role": role},
+            f"{grant.holder_text.capitalize()} made {role} of {queue_path} in {part.name} {by}",
+            {"role": role, "source": source},
         )
         return GrantResult(grant, created=True, changed=True)
 
 
-def revoke_grant(grant_id: int, *, actor: AbstractBaseUser | None) -> QueueGrant:
+def revoke_grant(grant_id: int, *, actor: AbstractBaseUser | None, via: str = "") -> QueueGrant:
     """Delete a grant (audited ``grant.revoked``); returns it as it was. ``GrantNotFound``
     when there is none.
 
@@ -160,10 +177,51 @@ def revoke_grant(grant_id: int, *, actor: AbstractBaseUser | None) -> QueueGrant
             grant,
             actor,
             f"{grant.role.capitalize()} of {grant.queue.path} in {grant.partition.name} "
-            f"revoked from {grant.holder_text} by {actor_name(actor)}",
+            f"revoked from {grant.holder_text} {via or f'by {actor_name(actor)}'}",
             {"role": grant.role},
         )
     return grant
+
+
+def existing_grants(specs: Iterable[GrantSpec]) -> list[GrantSpec]:
+    """The grants among ``specs`` whose partition and queue exist, in order."""
+    return [
+        spec
+        for spec in specs
+        if Queue.objects.filter(partition__name=spec.partition, path=spec.queue).exists()
+    ]
+
+
+def sync_single_sign_on_grants(
+    user: AbstractUser, wanted: Iterable[GrantSpec], *, via: str
+) -> list[GrantSpec]:
+    """Make the grants single sign-on keeps for ``user`` exactly ``wanted`` (their provider
+    groups' grants, ``OIDC_GRANT_GROUPS``): give or change what is missing, revoke what their
+    groups no longer give. Grants an admin gave are left alone. A wanted grant on a queue that
+    does not exist is skipped (logged). Returns the grants given or kept. Each change is one
+    audited ``give_grant``/``revoke_grant``; ``via`` names the sign-in in the audit."""
+    by_queue: dict[tuple[str, str], str] = {}
+    for spec in wanted:
+        key = (spec.partition, spec.queue)
+        if by_queue.get(key) != GrantRole.ADMIN:  # the highest role wins
+            by_queue[key] = spec.role
+    held = grants().filter(user=user, source=GrantSource.SINGLE_SIGN_ON)
+    for grant in held:
+        if (grant.partition.name, grant.queue.path) not in by_queue:
+            with contextlib.suppress(GrantNotFound):  # revoked meanwhile
+                revoke_grant(grant.pk, actor=None, via=via)
+    kept = []
+    for (partition, queue), role in sorted(by_queue.items()):
+        try:
+            give_grant(
+                partition=partition, queue_path=queue, role=role, actor=None,
+                user=user.get_username(), source=GrantSource.SINGLE_SIGN_ON, via=via,
+            )  # fmt: skip
+        except GrantError as exc:
+            logger.warning("single sign-on grant %s:%s:%s skipped: %s", partition, queue, role, exc)
+            continue
+        kept.append(GrantSpec(partition, queue, role))
+    return kept
 
 
 def tenant_groups(user: AbstractUser) -> list[str]:

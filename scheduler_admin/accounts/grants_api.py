@@ -35,7 +35,8 @@ ID = OpenApiParameter("id", {"type": "integer", "minimum": 0}, OpenApiParameter.
 
 class GrantSerializer(serializers.ModelSerializer):
     """A grant as lists show it: the role on ``queue`` and below, held by ``user`` or ``group``
-    (the other is null)."""
+    (the other is null); ``source``: ``manual`` (an admin gave it) or ``single_sign_on`` (the
+    holder's provider groups give it, ``OIDC_GRANT_GROUPS``: it follows them at each sign-in)."""
 
     partition = serializers.CharField(source="partition.name")
     queue = serializers.CharField(source="queue.path")
@@ -45,7 +46,10 @@ class GrantSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = QueueGrant
-        fields = ["id", "partition", "queue", "role", "user", "group", "created_at", "created_by"]
+        fields = [
+            "id", "partition", "queue", "role", "user", "group", "source", "created_at",
+            "created_by",
+        ]  # fmt: skip
         read_only_fields = fields
 
 

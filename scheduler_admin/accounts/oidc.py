@@ -8,16 +8,18 @@ adds what the product needs on top:
 
 - the ID token's issuer must be ``OIDC_OP_ISSUER`` and its audience our client id (mozilla
   checks neither); the user info must be about the same subject;
-- the role comes from the groups claim (``OIDC_GROUPS_CLAIM``) through ``OIDC_ROLE_GROUPS``, at
-  every sign-in: a person moved to another group at the provider has the new role at their next
-  sign-in, and one whose groups map to no role is refused with a message saying so (and loses
-  the role they had);
+- the role comes from the groups claim (``OIDC_GROUPS_CLAIM``) through ``OIDC_ROLE_GROUPS``, and
+  queue grants through ``OIDC_GRANT_GROUPS``, at every sign-in: a person moved to another group
+  at the provider has the new role and grants at their next sign-in (grants their groups no
+  longer give are revoked; grants an admin gave stay), and one whose groups map to neither a
+  role nor a grant is refused with a message saying so (and loses what single sign-on gave).
+  A person whose groups give grants only is a tenant account: no global role, their subtrees;
 - accounts are linked to the provider's (issuer, subject), created at the first sign-in with the
   ``preferred_username`` (``OIDC_USERNAME_CLAIM``) and no usable password; an existing local
   account with that name is never taken over, and a deactivated account stays out.
 
-Every creation, role change and refusal is audited (``user.created``, ``user.role_changed``,
-``signin.refused``).
+Every creation, role change, grant change and refusal is audited (``user.created``,
+``user.role_changed``, ``grant.*``, ``signin.refused``).
 """
 
 from __future__ import annotations
@@ -38,10 +40,11 @@ from django.utils import timezone
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
-from scheduler_admin.accounts import services
+from scheduler_admin.accounts import grants, permissions, services
+from scheduler_admin.accounts.grant_specs import GrantSpec
 from scheduler_admin.accounts.identities import OidcIdentity
-from scheduler_admin.accounts.oidc_config import role_for
-from scheduler_admin.accounts.roles import role_of
+from scheduler_admin.accounts.oidc_config import grants_for, role_for
+from scheduler_admin.accounts.roles import ROLES, role_of
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import record_event
 from scheduler_admin.limits import USERNAME_MAX_LENGTH
@@ -115,15 +118,18 @@ class RoleMappingOIDCBackend(OIDCAuthenticationBackend):
             return None
 
 
-NO_ROLE = "no group mapped to a role"
+NO_ROLE = "no group mapped to a role or a queue grant"
 
 
 def sign_in_identity(
     *, issuer: str, subject: str, username: str, email: str, groups: list[str]
 ) -> AbstractUser:
     """The account the provider's (issuer, subject) signs in to, created or updated: its role
-    from ``groups``. Raises ``SignInRefused`` (audited) when it may not sign in."""
+    and its single sign-on grants from ``groups``. Raises ``SignInRefused`` (audited) when it
+    may not sign in: no group maps to a role or to a grant on a queue that exists."""
     role = role_for(groups, settings.OIDC_ROLE_BY_GROUP)
+    wanted = grants.existing_grants(grants_for(groups, settings.OIDC_GRANTS_BY_GROUP))
+    has_access = role is not None or bool(wanted)
     now = timezone.now()
     refusal: str | None = None
     user: AbstractUser | None = None
@@ -135,16 +141,16 @@ def sign_in_identity(
             .first()
         )
         if identity is None:
-            refusal = NO_ROLE if role is None else _username_problem(username)
+            refusal = NO_ROLE if not has_access else _username_problem(username)
             if refusal is None:
-                user = _create(username, email, issuer, subject, now)
+                user = _create(username, email, issuer, subject, now, role, wanted)
                 if user is None:
                     refusal = "the account was being created at the same time: try again"
         else:
             user = identity.user
             if not user.is_active:
                 refusal = "the account is deactivated"
-            elif role is None:
+            elif not has_access:
                 _take_role_away(user)  # committed: the refusal below does not undo it
                 refusal = NO_ROLE
             else:
@@ -153,18 +159,29 @@ def sign_in_identity(
                 if email and user.email != email:
                     user.email = email
                     user.save(update_fields=["email"])
+    via = f"at the sign-in of {user.get_username() if user else username} with " + (
+        settings.OIDC_PROVIDER_NAME
+    )
     if refusal is not None:
+        if refusal == NO_ROLE and user is not None:
+            grants.sync_single_sign_on_grants(user, [], via=via)
         name = user.get_username() if user is not None else (username or subject)
         _refuse(name, subject, groups, refusal)
-    if user is None or role is None:  # every path above set both or refused
+    if user is None or not has_access:  # every path above set both or refused
         raise RuntimeError("single sign-on reached no account and no refusal")
     if role_of(user) != role:
         try:
             services.change_role(user, role, actor=None)
         except services.AccountError as exc:  # the last active admin keeps the role
             logger.warning("%s keeps the role %s: %s", user.get_username(), role_of(user), exc)
+    grants.sync_single_sign_on_grants(user, wanted, via=via)
+    permissions.forget(user)
     logger.info(
-        "%s signed in with %s as %s", user.get_username(), settings.OIDC_PROVIDER_NAME, role
+        "%s signed in with %s as %s, grants %s",
+        user.get_username(),
+        settings.OIDC_PROVIDER_NAME,
+        role or "no global role",
+        ", ".join(str(spec) for spec in wanted) or "none",
     )
     return user
 
@@ -180,14 +197,23 @@ def _username_problem(username: str) -> str | None:
         user_model.username_validator(username)
     except ValidationError:
         return f"{username!r} is not a valid user name here"
-    if user_model.objects.filter(username__iexact=username).exists():
+    if services.username_taken(username):
         return f"an account named {username!r} exists here and is not linked to the provider"
     return None
 
 
-def _create(username: str, email: str, issuer: str, subject: str, now: Any) -> AbstractUser | None:
-    """A new account for the identity, with no usable password (the role is given next);
-    audited. None when the name or identity was created at the same moment."""
+def _create(
+    username: str,
+    email: str,
+    issuer: str,
+    subject: str,
+    now: Any,
+    role: str | None,
+    wanted: list[GrantSpec],
+) -> AbstractUser | None:
+    """A new account for the identity, with no usable password (the role and grants are given
+    next); audited. None when the name (in any letter case: the database's unique index) or the
+    identity was created at the same moment."""
     user = get_user_model()(username=username, email=email)
     user.set_unusable_password()
     try:
@@ -198,6 +224,9 @@ def _create(username: str, email: str, issuer: str, subject: str, now: Any) -> A
             )
     except IntegrityError:
         return None
+    holds = f"the {role} role" if role is not None else "no global role"
+    if wanted:
+        holds += " and the queue grants " + ", ".join(spec.words for spec in wanted)
     record_event(
         AuditKind.USER_CREATED,
         actor=None,
@@ -205,8 +234,15 @@ def _create(username: str, email: str, issuer: str, subject: str, now: Any) -> A
         object_type="user",
         object_id=username,
         summary=f"User {username} created at their first sign-in with "
-        f"{settings.OIDC_PROVIDER_NAME}",
-        data={"user": username, "user_id": user.pk, "source": "oidc", "subject": subject},
+        f"{settings.OIDC_PROVIDER_NAME}, with {holds} from their groups there",
+        data={
+            "user": username,
+            "user_id": user.pk,
+            "source": "oidc",
+            "subject": subject,
+            "role": role,
+            "grants": [str(spec) for spec in wanted],
+        },
     )
     return user
 
@@ -216,7 +252,7 @@ def _take_role_away(user: AbstractUser) -> None:
     before = role_of(user)
     if before is None:
         return
-    user.groups.clear()
+    user.groups.remove(*[group for group in user.groups.all() if group.name in ROLES])
     user.is_staff = user.is_superuser = False
     user.save(update_fields=["is_staff", "is_superuser"])
     record_event(
@@ -226,7 +262,7 @@ def _take_role_away(user: AbstractUser) -> None:
         object_type="user",
         object_id=user.get_username(),
         summary=f"Role of {user.get_username()} changed from {before} to none: their groups at "
-        f"{settings.OIDC_PROVIDER_NAME} map to no role",
+        f"{settings.OIDC_PROVIDER_NAME} map to no role or grant",
         data={"user": user.get_username(), "from": before, "to": None, "source": "oidc"},
     )
 
@@ -245,9 +281,10 @@ def _refuse(name: str, subject: str, groups: list[str], why: str) -> None:
     )
     if why == NO_ROLE:
         message = (
-            f"You signed in at {provider}, but none of your groups there gives a role in "
-            f"Scheduler Admin, so you have no access. Ask an admin to map one of your groups "
-            f"to a role (OIDC_ROLE_GROUPS), or to put you in a mapped group."
+            f"You signed in at {provider}, but none of your groups there gives a role or a "
+            f"queue grant in Scheduler Admin, so you have no access. Ask an admin to map one "
+            f"of your groups to a role (OIDC_ROLE_GROUPS) or to queue grants "
+            f"(OIDC_GRANT_GROUPS), or to put you in a mapped group."
         )
     else:
         message = f"Signing in with {provider} was refused: {why}. Ask an admin."

@@ -18,6 +18,7 @@ cannot both succeed.
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,11 +28,15 @@ from django.contrib.auth.models import AbstractBaseUser, AbstractUser, Group
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import IntegrityError, transaction
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Prefetch, Q, QuerySet, Value
+from django.db.models.functions import Lower
 from django.utils import timezone
 
 from preemption.config import text_problem
 from scheduler_admin.accounts import tokens
+from scheduler_admin.accounts.grant_specs import GrantSpec
+from scheduler_admin.accounts.grants import GrantError, give_grant
+from scheduler_admin.accounts.models import QueueGrant
 from scheduler_admin.accounts.roles import ADMIN, ROLES, role_of
 from scheduler_admin.accounts.tokens import ApiToken
 from scheduler_admin.audit.models import AuditKind
@@ -60,11 +65,19 @@ class CreatedUser:
 
 
 def users() -> QuerySet[AbstractUser]:
-    """Every account, with what the Users page shows (roles and tokens) fetched up front."""
+    """Every account, with what the Users page shows (roles, own queue grants and tokens)
+    fetched up front."""
+    own_grants = QueueGrant.objects.select_related("partition", "queue").order_by(
+        "partition__name", "queue__path"
+    )
     return (
         get_user_model()
         .objects.order_by("username")
-        .prefetch_related("groups", Prefetch("api_tokens", ApiToken.objects.order_by("name")))
+        .prefetch_related(
+            "groups",
+            Prefetch("api_tokens", ApiToken.objects.order_by("name")),
+            Prefetch("queue_grants", own_grants),
+        )
     )
 
 
@@ -81,19 +94,35 @@ def generate_password() -> str:
 def create_user(
     username: str,
     *,
-    role: str,
+    role: str | None,
     actor: AbstractBaseUser | None,
     email: str = "",
     password: str | None = None,
+    grants: Sequence[GrantSpec] = (),
 ) -> CreatedUser:
-    """Create an active account holding ``role``.
+    """Create an active account holding ``role`` and/or the queue ``grants``.
 
-    Steps: check the name (Django's username rules, not taken in any letter case), the role,
-    the email and the password (the configured validators; none given: one is generated);
-    create the account with its role; audit ``user.created``.
+    ``role`` None makes a tenant account: no global role, only the subtrees of its grants
+    (``accounts.permissions``), so it needs at least one grant. Steps: check the name (Django's
+    username rules, not taken in any letter case), the role, the email and the password (the
+    configured validators; none given: one is generated); then in one transaction create the
+    account with its role, audit ``user.created``, and give each grant (``grants.give_grant``,
+    each audited ``grant.created``). A grant that cannot be given (no such partition or queue)
+    undoes it all: no account without the grants asked for.
+
+    Two requests creating names that differ only in letter case at the same moment: the
+    database's unique index on the lower-cased name (migration
+    ``0005_username_unique_regardless_of_case``) refuses the second insert, reported as the
+    name being taken.
     """
     username = username.strip()
-    _check_role(role)
+    if role is not None:
+        _check_role(role)
+    elif not grants:
+        raise AccountError(
+            "Give a role, or at least one queue grant: an account with neither can do nothing.",
+            field="role",
+        )
     _check_username(username)
     email = _checked_email(email.strip())
     generated = None
@@ -105,28 +134,55 @@ def create_user(
     except ValidationError as exc:
         raise AccountError(" ".join(exc.messages), field="password") from None
     user.set_password(password)
+    given = ", ".join(spec.words for spec in grants)
+    what = f"the {role} role" if role is not None else "no global role"
     try:
         with transaction.atomic():
             user.save()
-            _set_role(user, role)
+            if role is not None:
+                _set_role(user, role)
             _record(
                 AuditKind.USER_CREATED,
                 user,
                 actor,
-                f"User {username} created with the {role} role by {actor_name(actor)}",
-                {"role": role, "email": email, "password_generated": generated is not None},
+                f"User {username} created with {what}"
+                + (f" and the queue grants {given}" if given else "")
+                + f" by {actor_name(actor)}",
+                {
+                    "role": role,
+                    "email": email,
+                    "password_generated": generated is not None,
+                    "grants": [str(spec) for spec in grants],
+                },
             )
-    except IntegrityError:  # the same name created meanwhile: the unique index refused it
-        raise AccountError(_taken(username), field="username") from None
+            for spec in grants:
+                _give(user, spec, actor)
+    except IntegrityError:
+        if username_taken(username):  # created meanwhile: the unique index refused this one
+            raise AccountError(_taken(username), field="username") from None
+        raise
     return CreatedUser(user, generated)
 
 
-def change_role(user: AbstractUser, role: str, *, actor: AbstractBaseUser | None) -> bool:
-    """Give ``user`` exactly ``role``. False (nothing written) when they hold it already.
+def _give(user: AbstractUser, spec: GrantSpec, actor: AbstractBaseUser | None) -> None:
+    """One grant of a new account; a refusal names the grant asked for (field ``grants``)."""
+    try:
+        give_grant(
+            partition=spec.partition, queue_path=spec.queue, role=spec.role,
+            user=user.get_username(), actor=actor,
+        )  # fmt: skip
+    except GrantError as exc:
+        raise AccountError(f"Queue grant {spec}: {exc}", field="grants") from None
+
+
+def change_role(user: AbstractUser, role: str | None, *, actor: AbstractBaseUser | None) -> bool:
+    """Give ``user`` exactly ``role`` (None: no global role, their queue grants only). False
+    (nothing written) when they hold it already.
 
     Refused: an unknown role; an admin demoting themselves; demoting the last active admin.
     """
-    _check_role(role)
+    if role is not None:
+        _check_role(role)
     with transaction.atomic():
         user = _locked(user)
         before = role_of(user)
@@ -140,7 +196,7 @@ def change_role(user: AbstractUser, role: str, *, actor: AbstractBaseUser | None
             AuditKind.USER_ROLE_CHANGED,
             user,
             actor,
-            f"Role of {user.username} changed from {before or 'none'} to {role} "
+            f"Role of {user.username} changed from {before or 'none'} to {role or 'none'} "
             f"by {actor_name(actor)}",
             {"from": before, "to": role},
         )
@@ -176,6 +232,70 @@ def set_active(user: AbstractUser, active: bool, *, actor: AbstractBaseUser | No
             {"token_revoked": revoked} if not active else {},
         )
     return True
+
+
+def change_password(
+    user: AbstractUser, *, old_password: str, new_password: str, actor: AbstractBaseUser | None
+) -> None:
+    """The user changes their own password: the current one must be given, the new one pass
+    the configured validators. Audited ``user.password_changed`` (never the password). Their
+    other sessions end (Django ties a session to the password); the caller keeps the current
+    one (``update_session_auth_hash``). Refused for an account that signs in with single sign-on
+    only (no usable password: the provider keeps it)."""
+    with transaction.atomic():
+        user = _locked(user)
+        if not user.has_usable_password():
+            raise AccountError(
+                "You sign in with single sign-on: your password is kept by your provider.",
+                field="old_password",
+            )
+        if not user.check_password(old_password):
+            raise AccountError("That is not your current password.", field="old_password")
+        _set_password(user, new_password)
+        _record(
+            AuditKind.USER_PASSWORD_CHANGED,
+            user,
+            actor,
+            f"Password of {user.username} changed by {actor_name(actor)}",
+            {"reset": False},
+        )
+
+
+def reset_password(user: AbstractUser, *, actor: AbstractBaseUser | None) -> str:
+    """An admin gives ``user`` a new generated password, returned to be shown once; their
+    sessions end. Audited ``user.password_changed`` (``reset``). Refused: the admin's own
+    account (change it with the current one instead), an account that signs in with single
+    sign-on only (a password would open a second way in)."""
+    if actor is not None and actor.pk == user.pk:
+        raise AccountError(
+            "Change your own password on your Password page: it asks for the current one."
+        )
+    with transaction.atomic():
+        user = _locked(user)
+        if not user.has_usable_password():
+            raise AccountError(
+                f"{user.username} signs in with single sign-on: their password is kept by the "
+                "provider."
+            )
+        password = generate_password()
+        _set_password(user, password)
+        _record(
+            AuditKind.USER_PASSWORD_CHANGED,
+            user,
+            actor,
+            f"Password of {user.username} reset by {actor_name(actor)} (a new one generated)",
+            {"reset": True},
+        )
+    return password
+
+
+def _set_password(user: AbstractUser, password: str) -> None:
+    try:
+        password_validation.validate_password(password, user)
+    except ValidationError as exc:
+        raise AccountError(" ".join(exc.messages), field="new_password") from None
+    user.set_password(password)
+    user.save(update_fields=["password"])
 
 
 def issue_token(
@@ -251,10 +371,28 @@ def revoke_token(
     return True
 
 
-def is_downgrade(user: AbstractUser, role: str) -> bool:
-    """True when ``role`` gives ``user`` fewer rights than they hold (the page confirms it)."""
+def is_downgrade(user: AbstractUser, role: str | None) -> bool:
+    """True when ``role`` (None: no global role) gives ``user`` fewer rights than they hold
+    (the page confirms it)."""
     before = role_of(user)
-    return before is not None and role in RANK and RANK[role] < RANK[before]
+    if before is None:
+        return False
+    return role is None or (role in RANK and RANK[role] < RANK[before])
+
+
+def existing_user(username: str) -> AbstractUser | None:
+    """The account with this name in any letter case, compared as the database's unique index
+    compares them (``LOWER``), or None."""
+    return (
+        get_user_model()
+        .objects.alias(folded=Lower("username"))
+        .filter(folded=Lower(Value(username.strip())))
+        .first()
+    )
+
+
+def username_taken(username: str) -> bool:
+    return existing_user(username) is not None
 
 
 def _check_role(role: str) -> None:
@@ -276,7 +414,7 @@ def _check_username(username: str) -> None:
         user_model.username_validator(username)
     except ValidationError as exc:
         raise AccountError(" ".join(exc.messages), field="username") from None
-    if user_model.objects.filter(username__iexact=username).exists():
+    if username_taken(username):
         raise AccountError(_taken(username), field="username")
 
 
@@ -340,9 +478,12 @@ def _refuse_last_admin(user: AbstractUser, verb: str) -> None:
         )
 
 
-def _set_role(user: AbstractUser, role: str) -> None:
-    """Exactly one role group; staff and superuser exactly when the role is admin."""
-    user.groups.set([Group.objects.get_or_create(name=role)[0]])
+def _set_role(user: AbstractUser, role: str | None) -> None:
+    """Exactly one role group (none for None), the user's tenant groups kept; staff and
+    superuser exactly when the role is admin."""
+    tenant = [group for group in user.groups.all() if group.name not in ROLES]
+    role_groups = [Group.objects.get_or_create(name=role)[0]] if role is not None else []
+    user.groups.set([*tenant, *role_groups])
     user.is_staff = user.is_superuser = role == ADMIN
     user.save(update_fields=["is_staff", "is_superuser"])
 

@@ -24,6 +24,8 @@ from django.core.cache import BaseCache, caches
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.throttling import UserRateThrottle
 
+from scheduler_admin.accounts.addresses import client_address
+
 if TYPE_CHECKING:  # importing views here would load DRF's settings while they are loading
     from rest_framework.request import Request
     from rest_framework.views import APIView
@@ -82,6 +84,14 @@ class SharedCountThrottle(UserRateThrottle):
 
     def wait(self) -> float | None:
         return getattr(self, "_wait", None)
+
+    def get_ident(self, request: Request) -> str:
+        """An anonymous client's address as sign-in counts it (``accounts.addresses``): behind
+        the trusted proxies, the one they appended to ``X-Forwarded-For``; never a value the
+        client wrote (DRF's own takes the whole header when ``NUM_PROXIES`` is unset, so a
+        client could name a new "address" per request), nor the proxy's own address for
+        everyone behind it."""
+        return client_address(request) or ""
 
 
 def _is_outage(exc: Exception) -> bool:

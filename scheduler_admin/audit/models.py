@@ -54,6 +54,8 @@ class AuditKind(models.TextChoices):
     GRANT_CHANGED = "grant.changed", "Queue grant role changed"
     GRANT_REVOKED = "grant.revoked", "Queue grant revoked"
     USER_GROUPS_CHANGED = "user.groups_changed", "User groups changed"
+    # Passwords change in the product, never in the Django admin (issue 23, no back doors).
+    USER_PASSWORD_CHANGED = "user.password_changed", "User password changed"
 
 
 class AuditEvent(models.Model):

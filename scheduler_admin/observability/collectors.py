@@ -32,8 +32,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 
 from scheduler_admin.observability import metrics
 
-#: Every gauge ``DatabaseCollector`` exports, with its labels (the README and the Grafana
-#: dashboard's test list them).
+#: Every gauge ``DatabaseCollector`` exports, with its labels (docs/reference/metrics.md and
+#: the Grafana dashboard's test list them).
 GAUGES: dict[str, tuple[str, ...]] = {
     "scheduler_admin_eviction_orders_pending": ("partition", "cluster_status"),
     "scheduler_admin_eviction_oldest_pending_age_seconds": ("partition",),

@@ -120,7 +120,8 @@ RUN_DURATION_SECONDS = Histogram(
 )
 
 
-#: Every counter and histogram (the README and the Grafana dashboard's test list them).
+#: Every counter and histogram (docs/reference/metrics.md and the Grafana dashboard's test list
+#: them; tests/unit/test_docs_site.py checks the first).
 COUNTERS = (RUNS, VICTIMS)
 HISTOGRAMS = (EVICTION_ACK_SECONDS, RUN_DURATION_SECONDS)
 

@@ -1,5 +1,7 @@
-"""Shared Django-admin behaviour. The admin is read-mostly: every write must go through the
-services (validation, revision, audit in one transaction), which the admin's forms would bypass."""
+"""Shared Django-admin behaviour. The admin is read-only: every write must go through the
+services (validation, revision, audit in one transaction), which the admin's forms would bypass.
+The site applies ``ReadOnlyAdmin`` to every registration, Django's own included
+(``web.admin_site``)."""
 
 from django.contrib import admin
 from django.http import HttpRequest

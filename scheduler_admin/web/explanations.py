@@ -1,7 +1,9 @@
 """Plain words for the engine's reason codes and outcomes, shared by every page that shows a plan
-(run detail, change preview, simulator). Each reason cites the rule of SPEC section 4 (and the law
-of seed 000) it comes from, and has an entry in the glossary (``/glossary/``, ``web.glossary``):
-pages link the words to it, so "Law 7" is never left for the reader to look up."""
+(run detail, change preview, simulator). Each reason names, in words, the rule it comes from
+(SPEC section 4; a law of seed 000 with its number and its words, as the glossary introduces it)
+and the policies that apply it, and has an entry in the glossary (``/glossary/``,
+``web.glossary``): pages link the words to it, so no rule is left for the reader to look up by a
+number alone."""
 
 from __future__ import annotations
 
@@ -18,52 +20,72 @@ class ReasonText(NamedTuple):
 
 
 REASONS: dict[str, ReasonText] = {
-    Reason.VICTIM: ReasonText("Chosen: preempting it moves the plan towards its goal.", "SPEC 4.0"),
+    Reason.VICTIM: ReasonText(
+        "Chosen: preempting it moves the plan towards its goal.",
+        "Every policy: candidates are taken in the policy's order until its goal is met",
+    ),
     Reason.LAW1_OPTED_OUT: ReasonText(
-        "The task opted out of preemption (allow_preemption is false).", "Law 1, SPEC 4.2 and 4.3"
+        "The task opted out of preemption (allow_preemption is false).",
+        "Law 1, a task may opt out of preemption (inter-queue and job preemption)",
     ),
     Reason.LAW2_BELOW_GUARANTEE: ReasonText(
-        "Taking it would push its queue below the queue's guaranteed resources.", "Law 2, SPEC 4.0"
+        "Taking it would push its queue below the queue's guaranteed resources.",
+        "Law 2, preemption never leaves a queue below its guarantee (quota and inter-queue "
+        "preemption)",
     ),
     Reason.LAW3_SAME_APPLICATION: ReasonText(
-        "It belongs to the same application as the task asking for room.", "Law 3, SPEC 4.2"
+        "It belongs to the same application as the task asking for room.",
+        "Law 3, a task cannot preempt tasks of its own application (inter-queue preemption)",
     ),
     Reason.LAW5_QUEUE_WITHIN_GUARANTEE: ReasonText(
-        "Its queue is not above its guarantee, so nothing may be taken from it.", "Law 5, SPEC 4.2"
+        "Its queue is not above its guarantee, so nothing may be taken from it.",
+        "Law 5, only a queue over its guarantee loses tasks (inter-queue preemption)",
     ),
     Reason.LAW6_HIGHER_PRIORITY: ReasonText(
         "Its priority is too high to be preempted by the task asking for room.",
-        "Law 6, SPEC 4.2 to 4.5",
+        "Law 6, a task can only preempt tasks of lower or equal priority (inter-queue, "
+        "required-node, priority and job preemption)",
     ),
     Reason.OUTSIDE_FENCE: ReasonText(
-        "It runs outside the preemption fence that bounds the asking queue.", "Law 7, SPEC 4.2"
+        "It runs outside the preemption fence that bounds the asking queue.",
+        "Law 7, a task cannot preempt outside its preemption fence (inter-queue preemption)",
     ),
     Reason.QUEUE_PREEMPTION_DISABLED: ReasonText(
-        "Its queue has preemption disabled (preemption.policy: disabled).", "SPEC 4.2"
+        "Its queue has preemption disabled (preemption.policy: disabled).",
+        "A queue with preemption disabled gives up no tasks (inter-queue preemption)",
     ),
     Reason.DAEMONSET_EXCLUDED: ReasonText(
-        "It is itself a DaemonSet (required-node) task, never a victim of another.", "SPEC 4.3"
+        "It is itself a DaemonSet (required-node) task, never a victim of another.",
+        "DaemonSet pods are never victims (quota, inter-queue and required-node preemption)",
     ),
     Reason.NO_SHARED_RESOURCE: ReasonText(
-        "It uses none of the resource types that are needed.", "SPEC 4.1 to 4.3"
+        "It uses none of the resource types that are needed.",
+        "A victim must free a resource that is needed (quota, inter-queue and required-node "
+        "preemption)",
     ),
-    Reason.TARGET_MET: ReasonText("Not needed: earlier victims already free enough.", "SPEC 4.0"),
+    Reason.TARGET_MET: ReasonText(
+        "Not needed: earlier victims already free enough.",
+        "Every policy: no more victims than the goal needs",
+    ),
     Reason.NOT_ON_NODE: ReasonText(
-        "It runs on a node other than the one the plan chose.", "SPEC 4.0"
+        "It runs on a node other than the one the plan chose.",
+        "All victims on one node: the one the plan chose (inter-queue and priority preemption)",
     ),
     Reason.DEVIATION_TOO_LARGE: ReasonText(
         "As the single victim its size deviates from the ask by more than deviation_percent.",
-        "SPEC 4.3 (single strategy)",
+        "Required-node preemption, single strategy: one task of about the ask's size",
     ),
     Reason.TOO_MANY_VICTIMS: ReasonText(
         "Making room would need more victims than max_victims allows.",
-        "SPEC 4.3 (multiple strategy)",
+        "Required-node preemption, multiple strategy: at most max_victims tasks",
     ),
     Reason.NOT_NEEDED_AFTER_REPRIEVE: ReasonText(
-        "Reprieved: the goal is met without it once the others are taken.", "SPEC 4.4"
+        "Reprieved: the goal is met without it once the others are taken.",
+        "Priority and job preemption: the fewest victims, the most important kept",
     ),
     Reason.BUDGET_VIOLATION: ReasonText(
-        "Preempting it would break a disruption budget.", "SPEC 4.4"
+        "Preempting it would break a disruption budget.",
+        "Priority preemption: disruption budgets are kept where a node allows it",
     ),
 }
 

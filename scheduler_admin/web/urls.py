@@ -17,4 +17,5 @@ urlpatterns = [
     path("", include("scheduler_admin.web.live.urls")),
     path("", include("scheduler_admin.web.glossary.urls")),
     path("", include("scheduler_admin.web.partition_settings.urls")),
+    path("", include("scheduler_admin.web.help.urls")),
 ]

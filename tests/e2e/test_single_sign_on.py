@@ -7,7 +7,10 @@ gunicorn configured for it through the ``OIDC_*`` variables, and Chromium clicki
 - their groups change at the provider, and their role changes at their next sign-in: admin,
   then no mapped group at all, which refuses them with a message and takes the role away;
 - a person in no mapped group is refused with the message, and no account is made;
-- a local account is never taken over by a provider user of the same name.
+- a local account is never taken over by a provider user of the same name;
+- a person whose groups map to queue grants only (``OIDC_GRANT_GROUPS``) gets a tenant account:
+  no global role, root.team-a only, walked through the console (``tenant_walk``); moved to
+  another group at the provider, their grants follow at the next sign-in.
 
 No mock anywhere: the product fetches the provider's keys, exchanges the code, checks the
 signed ID token and reads the user info over HTTP.
@@ -23,18 +26,23 @@ from pathlib import Path
 
 import pytest
 import yaml
+from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from playwright.sync_api import expect
 
 from scheduler_admin.accounts.identities import OidcIdentity
+from scheduler_admin.accounts.permissions import Held, grants_of
 from scheduler_admin.accounts.roles import role_of
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from tests.e2e.browser import screenshot
 from tests.e2e.conftest import CSP_LISTENER, CSP_MARK
+from tests.e2e.tenant_walk import walk_tenant_console
 from tests.support.compose import COMPOSE_FILE, CONTAINER_BIND, native_command
 from tests.support.oidc_provider.server import OidcProvider
 from tests.support.processes import ManagedProcess, free_port, test_database_env, wait_until
+from tests.support.tenants import tenant_state
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
 
@@ -225,3 +233,42 @@ def test_an_id_token_from_another_issuer_than_configured_is_refused(sso, chromiu
     dave.page.goto(f"{sso.product}/")
     assert "/accounts/login/" in dave.page.url
     dave.close()
+
+
+GRANT_GROUPS = "default:root.team-a:admin=team-a-admins;default:root.team-b:operator=team-b-ops"
+
+
+@pytest.mark.parametrize(
+    "sso", [lambda provider: {"OIDC_GRANT_GROUPS": GRANT_GROUPS}], indirect=True
+)
+def test_a_person_whose_groups_map_to_grants_gets_a_tenant_account(sso, chromium):
+    """No global role, root.team-a only, everywhere in the console; the grants follow the
+    groups at the next sign-in; a failed sign-on is not counted against the address."""
+    tenant_state()
+    sso.provider.add_user("tara", IDP_PASSWORD, ["team-a-admins", "staff"])
+    tara = Person(chromium, sso, "tara")
+    tara.sign_in()
+    assert tara.page.url == f"{sso.product}/"
+    user = get_user_model().objects.get(username="tara")
+    assert role_of(user) is None
+    assert grants_of(user, fresh=True) == [Held("default", "root.team-a", "admin")]
+    walk_tenant_console(tara.page, sso.product, "tara", role="admin", label="sso-tara")
+
+    # Moved to team B's operators at the provider: team A's grant goes, team B's comes.
+    sso.provider.set_groups("tara", ["team-b-ops"])
+    tara.page.goto(f"{sso.product}/")  # the walk ended on the Django admin's sign-in page
+    tara.sign_out()
+    tara.sign_in()
+    assert grants_of(user, fresh=True) == [Held("default", "root.team-b", "operator")]
+    tara.page.goto(f"{sso.product}/")
+    expect(tara.page.locator("main")).not_to_contain_text("team-a")
+    screenshot(tara.page, "sso-tenant-moved-to-team-b", full_page=False)
+
+    # In no mapped group: refused, the grant taken back, and nothing counted as a failure.
+    sso.provider.set_groups("tara", ["interns"])
+    tara.sign_out()
+    text = tara.sign_in()
+    assert "none of your groups there gives a role or a queue grant" in text
+    assert grants_of(user, fresh=True) == []
+    assert not AccessAttempt.objects.exists()
+    tara.close()

@@ -5,7 +5,7 @@ the product's real web (gunicorn), worker and beat on PostgreSQL and Redis.
 Nothing here is mocked: the agent reaches the product only over HTTP with an operator token,
 the product decides and orders evictions as in production, and the test watches both sides
 until the expected state appears (or the wait times out, with every process's log in the
-message). Each test names the claim of README "The cluster agent" it shows.
+message). Each test names the claim of docs/reference/cluster-agent.md it shows.
 """
 
 from __future__ import annotations

@@ -153,11 +153,22 @@ def healthz(port: int) -> object:
 def test_dockerfile_installs_requirements_txt_and_nothing_else() -> None:
     """So the clean venv below has the image's dependencies: requirements.txt, then the project
     itself with ``--no-deps`` (for its console script ``scheduler-admin-agent``), which brings
-    in no other package."""
-    installs = re.findall(r"pip install[^\n\\]*", DOCKERFILE.read_text())
+    in no other package. The image is the last stage; the stage before it builds the
+    documentation site with requirements-docs.txt alone, and only its built files (``site``)
+    are copied into the image."""
+    stages = re.split(r"^FROM ", DOCKERFILE.read_text(), flags=re.MULTILINE)[1:]
+    *builders, image = stages
+    installs = re.findall(r"pip install[^\n\\]*", image)
     assert [install.strip() for install in installs] == [
         "pip install --no-cache-dir -r requirements.txt",
         "pip install --no-cache-dir --no-deps .",
+    ]
+    assert len(builders) == 1 and builders[0].startswith("python:3.11-slim AS docs\n")
+    assert [install.strip() for install in re.findall(r"pip install[^\n\\]*", builders[0])] == [
+        "pip install --no-cache-dir -r requirements-docs.txt"
+    ]
+    assert re.findall(r"^COPY --from=\S+ .*$", image, flags=re.MULTILINE) == [
+        "COPY --from=docs /src/site ./site"
     ]
 
 

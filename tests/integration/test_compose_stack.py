@@ -157,7 +157,7 @@ def test_healthchecks_probe_what_they_should(compose: dict[str, Any]) -> None:
     assert "pg_isready" in probe("postgres")
     assert "redis-cli ping" in probe("redis")
     # web: liveness (/healthz), never readiness: a stopped worker or a silent agent must not
-    # mark web unhealthy (the agent waits for web to be healthy). README "Health".
+    # mark web unhealthy (the agent waits for web to be healthy). docs/reference/health-and-logs.md.
     assert "http://127.0.0.1:8000/healthz" in probe("web") and "urllib" in probe("web")
     assert "readyz" not in probe("web")
     assert "inspect ping -d celery@$$HOSTNAME" in probe("worker")

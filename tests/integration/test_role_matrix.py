@@ -13,8 +13,9 @@ console's routes from the URL patterns (as ``test_unknown_fields`` and ``test_we
 walk them); a new endpoint or page fails ``test_the_matrix_covers_every_*`` until it is given
 its row here.
 
-The expected statuses come from the table below, written out by hand from the README's "Roles"
-section, not from ``permissions.RULES``: the test would not notice a wrong rule it copied.
+The expected statuses come from the table below, written out by hand from the table of
+docs/reference/roles-and-permissions.md, not from ``permissions.RULES``: the test would not
+notice a wrong rule it copied.
 """
 
 from __future__ import annotations
@@ -433,6 +434,13 @@ CONSOLE_FORMS: dict[str, list[Form]] = {
         Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form("POST", "/users/unlock/",
                                                           {"user": "target"})),
     ],
+    "users-password": [
+        Form(ADMIN_WHOLE, 200, WHOLE, lambda t, p: _form(
+            "POST", f"/users/{_target_pk()}/password/", {"confirmed": "yes"})),
+    ],
+    # Every signed-in account changes its own password (the form; posting it needs the current
+    # password: tests/integration/test_passwords.py).
+    "my-password": [Form(SIGNED_IN, 200, WHOLE, lambda t, p: _form("GET", "/account/password/"))],
     # Every signed-in account manages its own tokens, whatever its role.
     "my-tokens": [Form(SIGNED_IN, 200, WHOLE, lambda t, p: _form("GET", "/account/tokens/"))],
     "my-tokens-issue": [

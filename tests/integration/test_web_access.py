@@ -97,6 +97,31 @@ def test_ensure_admin_takes_the_password_from_the_environment(monkeypatch):
     assert get_user_model().objects.get(username="boss").check_password("from-the-env-42")
 
 
+def test_ensure_admin_makes_the_account_through_the_services_audited_and_case_blind(monkeypatch):
+    """Like every account, the first admin's is audited, its password checked, its name
+    compared regardless of letter case."""
+    from django.core.management import CommandError
+
+    from scheduler_admin.audit.models import AuditEvent, AuditKind
+
+    monkeypatch.setenv("ADMIN_PASSWORD", "x")
+    with pytest.raises(CommandError, match="ADMIN_PASSWORD: This password is too short"):
+        call_command("ensure_admin", stdout=io.StringIO())
+    assert not get_user_model().objects.exists()
+    monkeypatch.setenv("ADMIN_PASSWORD", "from-the-env-42")
+    call_command("ensure_admin", stdout=io.StringIO())
+    created = AuditEvent.objects.get(kind=AuditKind.USER_CREATED)
+    assert (created.object_id, created.data["role"], created.actor_name) == (
+        "admin",
+        ADMIN,
+        "system",
+    )
+    out = io.StringIO()
+    call_command("ensure_admin", "--username", "ADMIN", stdout=out)
+    assert out.getvalue() == "Admin account 'admin' exists; its password is unchanged.\n"
+    assert get_user_model().objects.count() == 1
+
+
 def test_dashboard_shows_usage_the_pending_timer_and_runs(admin_client):
     from scheduler_admin.cluster.services import ingest_cluster_state
     from scheduler_admin.enforcement import runs

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import time_machine
@@ -81,6 +82,9 @@ def agents(partition: Partition, *, stale_agent_at=None) -> None:
         )  # fmt: skip
 
 
+PROJECT_DIR = Path(__file__).resolve().parents[2]
+
+
 def words(html: str) -> str:
     """The visible text on one line, without the blank a tag boundary leaves before a colon."""
     return re.sub(r"\s+([:;,])", r"\1", " ".join(visible_text(html).split()))
@@ -90,10 +94,13 @@ def card(page: str) -> str:
     return page.split('id="agents-heading"')[1].split("</section>")[0]
 
 
-def test_without_agents_the_card_points_at_the_readme(run, viewer):
-    text = visible_text(card(viewer.get("/").content.decode()))
+def test_without_agents_the_card_points_at_the_connect_a_real_cluster_tutorial(run, viewer):
+    html = card(viewer.get("/").content.decode())
+    text = visible_text(html)
     assert "No cluster agent has reported yet" in text
-    assert "“Connect a real cluster” in the README" in text
+    assert "see Connect a real cluster in the help" in " ".join(text.split())
+    assert '<a href="/docs/tutorials/connect-a-real-cluster/">Connect a real cluster</a>' in html
+    assert (PROJECT_DIR / "docs" / "tutorials" / "connect-a-real-cluster.md").is_file()
 
 
 def test_the_card_shows_each_agent_and_which_revision_its_cluster_runs(run, viewer, settings):

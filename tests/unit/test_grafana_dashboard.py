@@ -7,7 +7,7 @@ selects must be one ``/metrics`` exports (``observability.metrics`` counters and
 their ``_total`` / ``_bucket`` / ``_count`` / ``_sum`` samples, ``observability.collectors``
 gauges), with label matchers on labels that metric has. The layout is checked against what
 Grafana's dashboard schema (version 39) needs to import it. No Grafana runs here (none can be
-installed: README "Metrics").
+installed: docs/how-to/metrics-and-grafana.md).
 """
 
 from __future__ import annotations

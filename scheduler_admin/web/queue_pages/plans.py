@@ -31,12 +31,13 @@ from scheduler_admin.web.explanations import (
 #: every task in scope, and a page of 100,000 rows helps nobody. The rest are counted by reason.
 CANDIDATE_LIMIT = 300
 
+#: The policies' names as pages show them (SPEC 4.1 to 4.5, in that order).
 POLICY_NAMES = {
-    "quota": "Quota enforcement (SPEC 4.1)",
-    "inter_queue": "Inter-queue preemption (SPEC 4.2)",
-    "required_node": "Required-node (DaemonSet) preemption (SPEC 4.3)",
-    "priority": "Priority preemption (SPEC 4.4)",
-    "job": "Job (gang) preemption (SPEC 4.5)",
+    "quota": "Quota enforcement",
+    "inter_queue": "Inter-queue preemption",
+    "required_node": "Required-node (DaemonSet) preemption",
+    "priority": "Priority preemption (Kubernetes style)",
+    "job": "Job (gang) preemption",
 }
 
 

@@ -3,7 +3,7 @@ user's own (``/account/tokens/``) and, for admins, any user's (``/users/<pk>/tok
 
 from django.urls import path
 
-from scheduler_admin.web.users import grants, signin, tokens, views
+from scheduler_admin.web.users import grants, password, signin, tokens, views
 
 urlpatterns = [
     path("users/", views.user_list, name="users"),
@@ -20,6 +20,8 @@ urlpatterns = [
         name="users-tokens-revoke",
     ),
     path("users/unlock/", signin.unlock, name="users-unlock"),
+    path("users/<int:pk>/password/", password.user_password_reset, name="users-password"),
+    path("account/password/", password.my_password, name="my-password"),
     path("account/tokens/", tokens.my_tokens, name="my-tokens"),
     path("account/tokens/issue/", tokens.my_token_issue, name="my-tokens-issue"),
     path("account/tokens/<int:token_id>/revoke/", tokens.my_token_revoke, name="my-tokens-revoke"),

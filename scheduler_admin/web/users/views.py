@@ -28,9 +28,18 @@ from scheduler_admin.accounts import services
 from scheduler_admin.accounts.permissions import ADMINISTER
 from scheduler_admin.accounts.roles import role_of
 from scheduler_admin.web.common import View, require
-from scheduler_admin.web.users.forms import ROLE_CHOICES, CreateUserForm, RoleForm
+from scheduler_admin.web.users.forms import ROLE_CHOICES, CreateUserForm, RoleForm, chosen_role
 
 CONFIRMED = "yes"
+
+#: The create form's field for each field ``services.AccountError`` names.
+FORM_FIELDS = {
+    "username": "username",
+    "email": "email",
+    "password": "password",
+    "role": "role",
+    "grants": "grant_queue",
+}
 
 
 def admin_only(view: View) -> View:
@@ -53,25 +62,32 @@ def user_list(request: HttpRequest) -> HttpResponse:
 @admin_only
 @require_POST
 def user_create(request: HttpRequest) -> HttpResponse:
-    """Create the account; a generated password is shown once on the answer page."""
+    """Create the account (with its queue grant, if one is given); a generated password is
+    shown once on the answer page."""
     form = CreateUserForm(request.POST)
     if form.is_valid():
         data = form.cleaned_data
+        role = chosen_role(data["role"])
         try:
             created = services.create_user(
                 data["username"],
-                role=data["role"],
+                role=role,
                 actor=request.user,
                 email=data["email"],
                 password=data["password"] or None,
+                grants=data["grants"],
             )
         except services.AccountError as exc:
-            form.add_error(exc.field or None, str(exc))
+            form.add_error(FORM_FIELDS.get(exc.field), str(exc))
         else:
             name = created.user.get_username()
             if created.generated_password is not None:
                 return _secret(request, created.user, "password", created.generated_password)
-            messages.success(request, f"Created {name} with the {data['role']} role.")
+            holds = f"the {role} role" if role is not None else "no global role"
+            grants = ", ".join(spec.words for spec in data["grants"])
+            if grants:
+                holds += f" and the queue grant {grants}"
+            messages.success(request, f"Created {name} with {holds}.")
             return redirect("users")
     return _render_list(request, form, status=400)
 
@@ -84,22 +100,26 @@ def user_role(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         messages.error(request, "Choose one of the roles: nothing was changed.")
         return redirect("users")
-    role = form.cleaned_data["role"]
+    role = chosen_role(form.cleaned_data["role"])
     name = target.get_username()
+    shown = role or "none (queue grants only)"
     if services.is_downgrade(target, role) and not _confirmed(request):
         return _confirm(
             request,
             target,
-            title=f"Change the role of {name} from {role_of(target)} to {role}?",
-            consequence=f"{name} loses the rights of the {role_of(target)} role at once.",
-            button=f"Change to {role}",
-            fields={"role": role},
+            title=f"Change the role of {name} from {role_of(target)} to {shown}?",
+            consequence=f"{name} loses the rights of the {role_of(target)} role at once"
+            + ("; what their queue grants give stays." if role is None else "."),
+            button=f"Change to {role or 'none'}",
+            fields={"role": form.cleaned_data["role"]},
         )
     return _act(
         request,
         lambda: services.change_role(target, role, actor=request.user),
-        done=f"{name} now has the {role} role.",
-        unchanged=f"{name} already has the {role} role.",
+        done=f"{name} now has the {role} role." if role else f"{name} now has no global role.",
+        unchanged=f"{name} already has the {role} role."
+        if role
+        else f"{name} already has no global role.",
     )
 
 
@@ -199,7 +219,12 @@ def _secret(request: HttpRequest, target: AbstractUser, what: str, secret: str) 
 
 def _render_list(request: HttpRequest, form: CreateUserForm, *, status: int = 200) -> HttpResponse:
     rows = [
-        {"user": user, "role": role_of(user), "tokens": list(user.api_tokens.all())}
+        {
+            "user": user,
+            "role": role_of(user),
+            "grants": list(user.queue_grants.all()),
+            "tokens": list(user.api_tokens.all()),
+        }
         for user in services.users()
     ]
     context = {"rows": rows, "form": form, "role_choices": ROLE_CHOICES}

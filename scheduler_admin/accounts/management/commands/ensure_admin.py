@@ -1,4 +1,8 @@
-"""``manage.py ensure_admin``: make sure an admin account exists (used by the run command)."""
+"""``manage.py ensure_admin``: make sure an admin account exists (used by the run command).
+
+The account is made by ``accounts.services.create_user``, as every account is: audited
+``user.created``, the password checked by the configured validators, the name compared
+regardless of letter case (an existing ``Admin`` counts as ``admin``)."""
 
 from __future__ import annotations
 
@@ -6,11 +10,9 @@ import os
 import secrets
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
-from django.core.management.base import BaseCommand, CommandParser
-from django.db import transaction
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from scheduler_admin.accounts import services
 from scheduler_admin.accounts.roles import ADMIN
 
 
@@ -24,19 +26,25 @@ class Command(BaseCommand):
         parser.add_argument("--username", default=os.environ.get("ADMIN_USERNAME") or "admin")
         parser.add_argument("--email", default=os.environ.get("ADMIN_EMAIL") or "")
 
-    @transaction.atomic
     def handle(self, *args: Any, **options: Any) -> None:
-        user_model = get_user_model()
         username = options["username"]
-        if user_model.objects.filter(username=username).exists():
-            self.stdout.write(f"Admin account {username!r} exists; its password is unchanged.")
+        existing = services.existing_user(username)
+        if existing is not None:
+            self.stdout.write(
+                f"Admin account {existing.get_username()!r} exists; its password is unchanged."
+            )
             return
         password = os.environ.get("ADMIN_PASSWORD") or ""
         generated = not password
         if generated:
             password = secrets.token_urlsafe(12)
-        user = user_model.objects.create_superuser(username, options["email"], password)
-        user.groups.add(Group.objects.get(name=ADMIN))
+        try:
+            services.create_user(
+                username, role=ADMIN, actor=None, email=options["email"], password=password
+            )
+        except services.AccountError as exc:
+            source = {"password": "ADMIN_PASSWORD", "email": "--email"}.get(exc.field, "--username")
+            raise CommandError(f"{source}: {exc}") from None
         if generated:
             self.stdout.write(
                 self.style.WARNING(
