@@ -33,6 +33,14 @@ from scheduler_admin.api.strict import StrictFields
 
 #: Text without NUL (ECMA and Python regular expressions alike).
 NO_NUL = "^[^\\u0000]*$"
+#: What ``str.strip`` removes (DRF trims ``CharField`` values with it), as a character class
+#: that reads the same in ECMA and Python regular expressions.
+_BLANKS = (
+    "\\t\\n\\u000b\\u000c\\r\\u001c-\\u001f \\u0085\\u00a0\\u1680"
+    "\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000"
+)
+#: Text with something besides blanks, and no NUL: a required text field after DRF's trimming.
+NOT_BLANK = f"^[^\\u0000]*[^\\u0000{_BLANKS}][^\\u0000]*$"
 #: The longest text a query parameter takes unless it says otherwise (a queue path's length).
 QUERY_TEXT_MAX_LENGTH = limits.QUEUE_PATH_MAX_LENGTH
 #: Path parameter patterns drf-spectacular writes, and the same without NUL.
@@ -84,9 +92,21 @@ class AutoSchema(openapi.AutoSchema):
 
     def _map_serializer_field(self, field: Any, direction: str, bypass_extensions=False) -> Any:
         schema = super()._map_serializer_field(field, direction, bypass_extensions)
+        if not isinstance(schema, dict):
+            return schema
         many = isinstance(field, serializers.ListField | serializers.ListSerializer)
-        if many and not getattr(field, "allow_empty", True) and isinstance(schema, dict):
+        if many and not getattr(field, "allow_empty", True):
             schema.setdefault("minItems", 1)  # DRF refuses an empty list: "may not be empty"
+        if (
+            direction == "request"
+            and isinstance(field, serializers.CharField)
+            and field.trim_whitespace
+            and not field.allow_blank
+            and schema.get("type") == "string"
+            and not {"enum", "format", "pattern"} & set(schema)
+        ):
+            # DRF strips the value first: only blanks ("\x1f", " ") is "may not be blank".
+            schema["pattern"] = NOT_BLANK
         return schema
 
     def _map_basic_serializer(self, serializer: Any, direction: str) -> dict[str, Any]:
