@@ -16,6 +16,9 @@ What it does, so that its result means "the schema says what the server does":
    ``schemathesis run --checks all`` with the role's token on every operation;
 3. prints each role's summary and exits non-zero when any role had a failure.
 
+Schemathesis reads ``schemathesis.toml`` in the checkout: the operations whose 400 to
+schema-valid data is expected (rules that depend on stored data), each with its reason.
+
 Reports (JUnit and NDJSON) go to ``var/fuzz-api/<role>/``; the server's log to
 ``var/fuzz-api/<role>/gunicorn.log``. Write throttles are raised out of the way (a throttled
 write is a documented 429, but it would stop the fuzzer from reaching anything).
