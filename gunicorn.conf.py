@@ -44,5 +44,11 @@ class JsonLogger(Logger):
                 handler.setFormatter(formatter)
 
 
+# Request lines up to 1 MiB (gunicorn's "0": its own hard cap). Its default, 4094 bytes, answered
+# an HTML 414 to URLs the API schema allows (a 2,000-character comment in a query string is up
+# to 24 KB percent-encoded); the application refuses URLs over limits.URL_MAX_BYTES itself, with
+# the API's JSON error body.
+limit_request_line = 0
+
 if os.environ.get("LOG_FORMAT", "").strip().lower() == "json":
     logger_class = JsonLogger

@@ -33,6 +33,12 @@ ACKNOWLEDGED_BY_MAX_LENGTH = USERNAME_MAX_LENGTH + 32
 WORKER_NAME_MAX_LENGTH = 200
 #: A change comment.
 COMMENT_MAX_LENGTH = 2000
+#: The longest URL (path and query string, as sent: percent-encoded) the API reads; longer is a
+#: 414 with the API's error body. Above every URL the OpenAPI schema allows (each text at most
+#: ``api.schema.QUERY_TEXT_MAX_LENGTH`` characters, each character at most 12 bytes encoded), so
+#: no valid request is refused for its length. gunicorn reads request lines up to 1 MiB
+#: (``limit_request_line = 0`` in gunicorn.conf.py), so this answers first.
+URL_MAX_BYTES = 128 * 1024
 #: A queue property key or value.
 PROPERTY_MAX_LENGTH = 256
 

@@ -5,6 +5,7 @@ Every request, API and console alike, is checked for:
 1. **Size**: a ``Content-Length`` over ``REQUEST_MAX_BYTES`` is a 413 before a byte of the body
    is read (Django's own check, ``DATA_UPLOAD_MAX_MEMORY_SIZE``, is set to the same value, so it
    never answers first with its HTML 400). A ``Content-Length`` that is not a number is a 400.
+   A URL (path and query string as sent) over ``limits.URL_MAX_BYTES`` is a 414.
 2. **Unstorable text**: a NUL character (PostgreSQL text cannot hold it, so it fails as a
    database error wherever it is compared or stored) in a header is a 400; in the URL path it
    is a 400 on the API and a 404 on pages (no page has such a name); in the query string or a
@@ -31,6 +32,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotFound, JsonRes
 from django.http.multipartparser import MultiPartParserError
 
 from preemption.config import shown, text_problem
+from scheduler_admin import limits
 from scheduler_admin.api.errors import error_body
 from scheduler_admin.api.exceptions import ErrorWithFields
 
@@ -65,6 +67,12 @@ class RequestGuardMiddleware:
         return None
 
     def _size_refusal(self, request: HttpRequest) -> HttpResponse | None:
+        url_bytes = len(request.META.get("PATH_INFO", "")) + len(
+            request.META.get("QUERY_STRING", "")
+        )
+        if url_bytes > limits.URL_MAX_BYTES:
+            message = f"the URL is {url_bytes} bytes, over the {limits.URL_MAX_BYTES}-byte limit"
+            return _refuse(request, 414, "The URL is too long.", {"url": [message]})
         raw = request.META.get("CONTENT_LENGTH") or "0"
         if not raw.isascii() or not raw.strip().isdigit():
             return _refuse(request, 400, "Content-Length is not a number.", {"Content-Length": [
@@ -140,7 +148,7 @@ def _refuse(
     request: HttpRequest, status: int, detail: str, errors: dict[str, list[str]]
 ) -> HttpResponse:
     if request.path_info.startswith("/api/"):
-        code = "too_large" if status == 413 else "invalid"
+        code = "too_large" if status in (413, 414) else "invalid"
         return JsonResponse(error_body(detail, code, errors), status=status)
     lines = [detail, *(f"{name}: {'; '.join(messages)}" for name, messages in errors.items())]
     return HttpResponse(

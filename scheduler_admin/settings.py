@@ -93,6 +93,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A console POST whose address has a parameter its form does not define saves nothing.
+    "scheduler_admin.web.query_guard.FormQueryGuardMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Turns a sign-in refused for too many failures into the lockout answer (issue 16, "auth").
     "axes.middleware.AxesMiddleware",
@@ -295,7 +297,11 @@ REST_FRAMEWORK = {
         "scheduler_admin.accounts.tokens.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["scheduler_admin.api.permissions.RolePermission"],
+    # The role check, then the query string held to the schema's operation (api.query).
+    "DEFAULT_PERMISSION_CLASSES": [
+        "scheduler_admin.api.permissions.RolePermission",
+        "scheduler_admin.api.query.QueryContract",
+    ],
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
         "scheduler_admin.api.ordering.StableOrderingFilter",
@@ -331,7 +337,13 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Queue quotas, preemption and audit for a batch cluster. Every endpoint needs "
         "a signed-in user (`Authorization: Token ...` or the console's session) with a role; "
-        "request bodies refuse fields they do not know (400 naming each).\n\n"
+        "request bodies refuse fields they do not know (400 naming each). Query parameters are "
+        "checked against this schema on every request: a write (POST, PUT, PATCH, DELETE) "
+        "refuses any query parameter it does not list, and every operation refuses values "
+        "its parameters rule out, with a 400 naming each, before anything is changed. "
+        "Previews: `dry_run` takes `true` or `false` (also `1` or `0`, in any letter case) and "
+        "Kubernetes' `dryRun=All` means a preview too; any other value is a 400, so a "
+        "misspelt preview never saves.\n\n"
         "[Back to the console](/) · [API root](/api/v1/) · [Schema (YAML)](/api/schema/) · "
         "[Documentation](/docs/reference/api/)"
     ),
@@ -343,6 +355,8 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
+        "scheduler_admin.api.schema.exact_parameters",
+        "scheduler_admin.api.schema.text_without_nul",
         "scheduler_admin.api.schema.add_error_responses",
     ],
     "ENUM_NAME_OVERRIDES": {

@@ -8,11 +8,13 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from scheduler_admin.api.navigation import DocsView, SchemaView
+from scheduler_admin.web.query_guard import takes_query
 
 urlpatterns = [
     path("", include("scheduler_admin.web.urls")),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # Django's sign-in and sign-out read ``next`` from the address as well as from the form.
+    path("accounts/login/", takes_query("next")(auth_views.LoginView.as_view()), name="login"),
+    path("accounts/logout/", takes_query("next")(auth_views.LogoutView.as_view()), name="logout"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("scheduler_admin.api.urls")),
     path("api/schema/", SchemaView.as_view(), name="api-schema"),

@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 from scheduler_admin.accounts import services, tokens
 from scheduler_admin.accounts.tokens import ApiToken
 from scheduler_admin.api.parsers import SafeJSONParser
+from scheduler_admin.api.query import QueryContract
 from scheduler_admin.api.strict import StrictFields
 from scheduler_admin.api.throttling import TokenRateThrottle
 from scheduler_admin.limits import USERNAME_MAX_LENGTH
@@ -85,7 +86,7 @@ class ObtainTokenView(APIView):
     """``POST /api/v1/auth/token/`` with ``username`` and ``password`` (and ``name``) ->
     ``{"token", "name", "expires_at"}``. Forms are accepted too, as DRF's view does."""
 
-    permission_classes = [AllowAny]
+    permission_classes = [AllowAny, QueryContract]  # no role needed; the query string checked
     throttle_classes = [TokenRateThrottle]
     parser_classes = [SafeJSONParser, FormParser, MultiPartParser]
     serializer_class = AuthTokenSerializer

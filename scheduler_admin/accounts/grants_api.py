@@ -63,6 +63,9 @@ class GrantBodySerializer(StrictSerializer):
     user = serializers.CharField(max_length=USERNAME_MAX_LENGTH, required=False)
     group = serializers.CharField(max_length=grants.GROUP_NAME_MAX_LENGTH, required=False)
 
+    #: The schema's words for ``_holder_errors``: exactly one of them.
+    request_schema_rules = {"oneOf": [{"required": ["user"]}, {"required": ["group"]}]}
+
     def to_internal_value(self, data: Any) -> Any:
         """Every field at fault at once: the holder's error with the others'."""
         holder = _holder_errors(data)
@@ -179,6 +182,7 @@ class GrantViewSet(
         description="The holder loses the role on that subtree at once: a save of theirs "
         "still waiting for the partition lock is refused. Audited (`grant.revoked`).",
         parameters=[ID],
+        request=EmptyBodySerializer,  # not the grant: the body, if any, must be empty
         responses={204: None, **READ_ERRORS},
     )
     def destroy(self, request: Request, *args: object, **kwargs: object) -> Response:

@@ -28,3 +28,11 @@ class PayloadTooLarge(ErrorWithFields):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
     default_detail = "The request body is too large."
     default_code = "too_large"
+
+
+class InvalidQuery(ErrorWithFields):
+    """Query parameters the operation does not take, or values its schema rules out."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+    default_detail = "The query parameters are not valid: nothing was done."
+    default_code = "invalid"

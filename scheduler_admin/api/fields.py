@@ -16,15 +16,19 @@ from rest_framework import serializers
 
 from preemption import resources
 
+#: A quantity's syntax (never negative: a "-" is always refused). Whether a fraction is a whole
+#: number of the unit (1.5Gi is, 1.5 bytes is not) and the int64 range are the server's checks.
 QUANTITY_SCHEMA: dict[str, Any] = {
     "oneOf": [
-        {"type": "string", "pattern": r"^-?[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"},
+        {"type": "string", "pattern": r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$"},
         {"type": "integer", "minimum": 0, "maximum": 2**63 - 1},
     ]
 }
 RESOURCES_SCHEMA: dict[str, Any] = {
     "type": "object",
     "additionalProperties": QUANTITY_SCHEMA,
+    # A resource name is not empty, and (as every text of a request) holds no NUL.
+    "propertyNames": {"minLength": 1, "pattern": "^[^\\u0000]*$"},
     "description": 'Resource name -> quantity. Responses give exact strings ("8Gi", "1500m", '
     'vcore "2" = 2 cores); requests also take integers (the same as the same digits).',
     "example": {"memory": "8Gi", "vcore": "2"},

@@ -1,6 +1,7 @@
 """Page-number pagination whose parameters are checked: ``?page=`` and ``?page_size=`` that
-are not whole numbers (``"²"``, ``"-1"``, ``"x"``) are a 400 naming the parameter; a page past
-the end is a 404 (``next`` is null on the last page)."""
+are not whole numbers from 1 (``"²"``, ``"-1"``, ``"0"``, ``"x"``, ``"last"``) are a 400 naming
+the parameter; a page past the end is a 404 (``next`` is null on the last page). The schema says
+the same (``minimum: 1``; an empty value is the parameter left out)."""
 
 from __future__ import annotations
 
@@ -21,10 +22,13 @@ class StandardPagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 1000
 
+    #: No ``?page=last``: the schema's page is a number, and so is the server's.
+    last_page_strings = ()
+
     def get_page_number(self, request: Request, paginator: Any) -> Any:
         raw = request.query_params.get(self.page_query_param)
-        if not raw or raw in self.last_page_strings:
-            return raw or 1
+        if not raw:
+            return 1
         if not is_whole_number(raw) or raw.lstrip("0") == "":
             raise ValidationError(
                 {self.page_query_param: ["must be a page number: a whole number from 1"]}
@@ -46,3 +50,24 @@ class StandardPagination(PageNumberPagination):
         return min(
             int(raw.lstrip("0")[:20]), self.max_page_size
         )  # larger sizes are cut, as documented
+
+    def get_schema_operation_parameters(self, view: Any) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": self.page_query_param,
+                "required": False,
+                "in": "query",
+                "description": "A page number, from 1 (past the last page: 404).",
+                "schema": {"type": "integer", "minimum": 1},
+                "allowEmptyValue": True,
+            },
+            {
+                "name": self.page_size_query_param,
+                "required": False,
+                "in": "query",
+                "description": f"Rows per page, from 1 (default {self.page_size}; a larger "
+                f"size than {self.max_page_size} is cut to {self.max_page_size}).",
+                "schema": {"type": "integer", "minimum": 1},
+                "allowEmptyValue": True,
+            },
+        ]

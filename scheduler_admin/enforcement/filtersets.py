@@ -10,7 +10,7 @@ import django_filters
 from django.db.models import QuerySet
 
 from preemption.model import Outcome, PolicyName
-from scheduler_admin.api.filters import UTCDateTimeFilter
+from scheduler_admin.api.filters import RowIdFilter, UTCDateTimeFilter
 from scheduler_admin.cluster.filtersets import TextFilter, queue_filters
 from scheduler_admin.enforcement.models import (
     EvictionOrder,
@@ -77,7 +77,7 @@ class EvictionFilterSet(django_filters.FilterSet):
     queue, queue_subtree = queue_filters("victim__queue_path")
     node = TextFilter(field_name="node_name")
     allocation = TextFilter(field_name="allocation_id")
-    run = django_filters.NumberFilter(field_name="run_id")
+    run = RowIdFilter(field_name="run_id", help_text="The run that ordered the eviction.")
 
     class Meta:
         model = EvictionOrder

@@ -175,11 +175,20 @@ class QueueUsageHistory(APIView):
         "at most USAGE_ROLLUP_RETENTION_DAYS long. A time nothing was sampled at is null (a "
         "gap); an unknown or repeated parameter or a bad value is a 400 naming it.",
         parameters=[
+            # No empty values: this view refuses them (allow_blank=False, so no allowEmptyValue).
             OpenApiParameter(
-                "range", OpenApiTypes.STR, enum=list(RANGES), description="default `1h`"
+                "range",
+                OpenApiTypes.STR,
+                enum=list(RANGES),
+                description="default `1h`",
+                allow_blank=False,
             ),
-            OpenApiParameter("since", OpenApiTypes.DATETIME, description=_TIME_HELP),
-            OpenApiParameter("until", OpenApiTypes.DATETIME, description="default now"),
+            OpenApiParameter(
+                "since", OpenApiTypes.DATETIME, description=_TIME_HELP, allow_blank=False
+            ),
+            OpenApiParameter(
+                "until", OpenApiTypes.DATETIME, description="default now", allow_blank=False
+            ),
         ],
         responses={200: UsageHistorySerializer, **LIST_ERRORS},
     )

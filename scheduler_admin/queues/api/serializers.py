@@ -217,6 +217,15 @@ class RevertUnchangedSerializer(serializers.Serializer):
     changed = serializers.BooleanField()
 
 
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {"type": "string", "enum": list(VICTIM_STRATEGIES)},
+        "minItems": 1,
+        "maxItems": len(VICTIM_STRATEGIES),
+        "uniqueItems": True,
+    }
+)
 class VictimStrategyField(serializers.ListField):
     """The required-node victim strategies in the order tried (SPEC 4.3): a non-empty list of
     distinct ``single`` / ``multiple``."""
@@ -647,6 +656,10 @@ class RevisionSerializer(serializers.ModelSerializer):
                   "reverted_from"]  # fmt: skip
 
 
+#: What each simulated policy needs besides ``policy``.
+SIMULATE_NEEDS = {"quota": ("queue", "max"), "ask": ("ask",), "job": ("job",)}
+
+
 class SimulateSerializer(StrictSerializer):
     """``policy`` quota: ``queue`` and ``max``; ``ask``: an ask id; ``job``: a job id.
     ``state``: optional overrides in the ``cluster-state`` vocabulary, applied in memory only."""
@@ -669,8 +682,16 @@ class SimulateSerializer(StrictSerializer):
         ),
     )
 
+    #: The schema's words for ``validate``: what each policy needs.
+    request_schema_rules = {
+        "oneOf": [
+            {"properties": {"policy": {"enum": [policy]}}, "required": list(fields)}
+            for policy, fields in SIMULATE_NEEDS.items()
+        ]
+    }
+
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        needed = {"quota": ("queue", "max"), "ask": ("ask",), "job": ("job",)}[attrs["policy"]]
+        needed = SIMULATE_NEEDS[attrs["policy"]]
         missing = {name: ["is required for this policy"] for name in needed if name not in attrs}
         if missing:
             raise serializers.ValidationError(missing)

@@ -35,7 +35,13 @@ from preemption.hierarchy import ConfigErrors, Hierarchy, normalized_config, val
 from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin import deadlines, limits
 from scheduler_admin.accounts import permissions as access
-from scheduler_admin.api.concurrency import expected_version, with_etag
+from scheduler_admin.api.concurrency import (
+    IF_MATCH_MAX_LENGTH,
+    IF_MATCH_PATTERN,
+    expected_version,
+    with_etag,
+)
+from scheduler_admin.api.dry_run import DRY_RUN_PARAMETERS, DRY_RUN_RULE, is_dry_run
 from scheduler_admin.api.pagination import StandardPagination
 from scheduler_admin.api.params import int_param
 from scheduler_admin.api.parsers import FLAT_BODY_PARSERS, YAML_BODY_PARSERS, ConfigJSONParser
@@ -95,12 +101,9 @@ from scheduler_admin.queues.yaml_io import (
     render_queues_yaml,
 )
 
-DRY_RUN = OpenApiParameter(
-    "dry_run", OpenApiTypes.BOOL, description="validate and preview, save nothing"
-)
 IF_MATCH = OpenApiParameter(
     "If-Match",
-    OpenApiTypes.STR,
+    {"type": "string", "pattern": IF_MATCH_PATTERN, "maxLength": IF_MATCH_MAX_LENGTH},
     OpenApiParameter.HEADER,
     description="The ETag you read, instead of (or agreeing with) `version` in the body.",
 )
@@ -109,19 +112,42 @@ IF_MATCH = OpenApiParameter(
 #: A YuniKorn ``queues.yaml`` document (its partitions; the server checks the rest).
 QUEUES_YAML = {
     "type": "object",
-    "properties": {"partitions": {"type": "array", "items": {"type": "object"}}},
+    "properties": {
+        "partitions": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string", "minLength": 1}},
+                "required": ["name"],
+            },
+            "minItems": 1,
+        }
+    },
+    "required": ["partitions"],
     "description": "A YuniKorn queues.yaml document: `partitions`, each with its `queues`.",
+}
+#: A PUT takes the one partition of its URL.
+QUEUES_YAML_PUT = {
+    **QUEUES_YAML,
+    "properties": {"partitions": {**QUEUES_YAML["properties"]["partitions"], "maxItems": 1}},
+    "description": "A YuniKorn queues.yaml document holding exactly the partition of the URL "
+    "(by `name`), with its `queues`.",
 }
 
 
-def _dry_run(request: Request) -> bool:
-    return request.query_params.get("dry_run", "").lower() in {"1", "true", "yes"}
+#: ``_bool_param``'s words, as the schema states them (any letter case).
+FLAG_SCHEMA = {
+    "type": "string",
+    "pattern": "^(?:[Tt][Rr][Uu][Ee]|[Yy][Ee][Ss]|1|[Ff][Aa][Ll][Ss][Ee]|[Nn][Oo]|0)$",
+    "x-expected": "must be true or false (also yes or no, 1 or 0, in any letter case)",
+}
 
 
 def _bool_param(request: Request, name: str) -> bool:
     """An optional true/false query parameter; anything else is a 400 naming it (a misspelt
     ``?publish=ture`` must not quietly answer the other document)."""
-    raw = request.query_params.get(name, "").lower()
+    raw = request.query_params.get(name, "")
+    raw = raw.lower() if raw.isascii() else raw
     if raw in {"", "0", "false", "no"}:
         return False
     if raw in {"1", "true", "yes"}:
@@ -359,9 +385,10 @@ class QueueDetail(APIView):
         description="Each of `guaranteed`, `max` and `properties` given is replaced whole. "
         "Answers the queue as saved, or with `?dry_run=true` the preview "
         "`{dry_run, valid, timers, plans, ...}`: the quota timers the change would start or "
-        "reset and the plan each would run; nothing is saved. Unknown fields are a 400.",
+        "reset and the plan each would run; nothing is saved. Unknown fields are a 400. "
+        + DRY_RUN_RULE,
         request=QueuePatchBodySerializer,
-        parameters=[DRY_RUN, IF_MATCH],
+        parameters=[*DRY_RUN_PARAMETERS, IF_MATCH],
         responses={200: saved_or_dry_run(QueueRowSerializer, "QueueOrDryRun")},
     )
     def patch(self, request: Request, partition: str, path: str) -> Response:
@@ -373,7 +400,7 @@ class QueueDetail(APIView):
         if version is None:
             raise ValidationError({"version": ["send the version you read (or If-Match)"]})
         comment = data.pop("comment")
-        if _dry_run(request):
+        if is_dry_run(request):
             config = current_config(obj)
             queue = services.queue_from_config(config, path)
             current_version = obj.queues.filter(path=path).values_list("version", flat=True).first()
@@ -424,7 +451,7 @@ class QueueDetail(APIView):
             return DELETE_QUEUE
         if request.method in ("GET", "HEAD", "OPTIONS"):
             return READ
-        return PREVIEW if _dry_run(request) else EDIT_QUEUE
+        return PREVIEW if is_dry_run(request) else EDIT_QUEUE
 
 
 def _preview(
@@ -462,9 +489,10 @@ class ConfigView(APIView):
     @extend_schema(
         summary="Replace the whole config from JSON (admin)",
         description="Validated as a whole and saved atomically as a new revision; with "
-        "`?dry_run=true` the preview `{dry_run, valid, timers, plans, ...}`, nothing saved.",
+        "`?dry_run=true` the preview `{dry_run, valid, timers, plans, ...}`, nothing saved. "
+        + DRY_RUN_RULE,
         request=ConfigPutBodySerializer,
-        parameters=[DRY_RUN, IF_MATCH],
+        parameters=[*DRY_RUN_PARAMETERS, IF_MATCH],
         responses={200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun")},
     )
     def put(self, request: Request, partition: str) -> Response:
@@ -481,7 +509,7 @@ def _replace_config(
     comment: str,
 ) -> Response:  # fmt: skip
     version = expected_version(request, body_version)
-    if _dry_run(request):
+    if is_dry_run(request):
         if version is not None and version != partition.version:
             raise services.StaleVersion(
                 f"partition {partition.name!r} is at version {partition.version}, not {version}",
@@ -519,7 +547,7 @@ class ConfigYamlView(APIView):
         parameters=[
             OpenApiParameter(
                 "publish",
-                OpenApiTypes.BOOL,
+                FLAG_SCHEMA,
                 description="The config for the cluster: YuniKorn's own quota preemption off "
                 "(unless PUBLISH_YUNIKORN_QUOTA_PREEMPTION).",
             ),
@@ -554,9 +582,9 @@ class ConfigYamlView(APIView):
         return response
 
     @extend_schema(
-        request={"application/yaml": QUEUES_YAML},
+        request={"application/yaml": QUEUES_YAML_PUT},
         parameters=[
-            DRY_RUN,
+            *DRY_RUN_PARAMETERS,
             OpenApiParameter(
                 "version",
                 {"type": "integer", "minimum": 1, "maximum": limits.POSITIVE_INT_MAX},
@@ -572,7 +600,8 @@ class ConfigYamlView(APIView):
         ],
         summary="Replace the config from a queues.yaml body (admin)",
         description="Creates the partition (201) when it does not exist yet; otherwise "
-        "replaces its config (200), or with `?dry_run=true` previews it, saving nothing.",
+        "replaces its config (200), or with `?dry_run=true` previews it, saving nothing. "
+        + DRY_RUN_RULE,
         responses={
             200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun"),
             201: OpenApiResponse(ConfigSerializer, description="The partition was created."),
@@ -580,11 +609,14 @@ class ConfigYamlView(APIView):
     )
     def put(self, request: Request, partition: str) -> Response:
         _comment_param(request)  # a bad comment is refused before the body is parsed
+        dry_run = is_dry_run(request)
         configs = parse_queues_yaml(
             request.body, settings_for=services.settings_for_import, source="body"
         )
         mine = [_the_partition_of(configs, partition)]
         obj = Partition.objects.filter(name=partition).first()
+        if obj is None and dry_run:  # a preview of a new partition: validated, nothing created
+            return _preview_new_partition(mine[0])
         if obj is None:  # importing a new partition: nothing to be stale against
             [result] = services.import_partition_configs(
                 mine,
@@ -608,6 +640,16 @@ def _the_partition_of(configs: list[PartitionConfig], partition: str) -> Partiti
     if len(configs) != 1 or not mine:
         raise ValidationError({"partitions": [f"the body must hold exactly partition {partition}"]})
     return mine[0]
+
+
+def _preview_new_partition(config: PartitionConfig) -> Response:
+    """The dry run of a partition that does not exist yet: validated as a save would be; no
+    timers or plans (a new partition has no cluster state yet). Nothing is created."""
+    errors = validate_config(config)
+    if errors:
+        raise ConfigErrors(errors)
+    facts = yunikorn_facts(normalized_config(config), resource_type_warnings(None, config))
+    return Response({"dry_run": True, "valid": True, "timers": [], "plans": [], **facts})
 
 
 def _comment_param(request: Request) -> str:

@@ -24,6 +24,7 @@ from scheduler_admin.accounts.permissions import CANCEL_TIMER
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
 from scheduler_admin.web.common import queue_url, require
+from scheduler_admin.web.query_guard import takes_query
 
 
 class CancelTimerForm(forms.Form):
@@ -35,6 +36,7 @@ class CancelTimerForm(forms.Form):
     )
 
 
+@takes_query("next")
 @require_http_methods(["GET", "POST"])
 def timer_cancel(request: HttpRequest, pk: int) -> HttpResponse:
     """Steps: ``CANCEL_TIMER`` on the timer's queue (a global operator, or a grant on it;
