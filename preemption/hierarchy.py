@@ -45,6 +45,7 @@ from preemption.durations import (
     parse_duration,
     parse_go_duration,
 )
+from preemption.errors import ConfigError, ConfigErrors  # noqa: F401 (callers import both here)
 from preemption.yunikorn_rules import share_rule_check, yunikorn_rule_errors
 
 #: YuniKorn's rule for queue names (and ours for partition names).
@@ -59,40 +60,6 @@ class HasUsage(Protocol):
 
     @property
     def resources(self) -> Mapping[str, int]: ...
-
-
-@dataclass(frozen=True)
-class ConfigError:
-    """One broken rule. ``queue`` is the queue's path (None for partition settings) and ``field``
-    names the value inside it (``max.memory``, ``properties.preemption.policy``, ``name``)."""
-
-    queue: str | None
-    field: str
-    message: str
-    #: A full location that replaces the computed one, e.g. a YAML path from an import.
-    at: str | None = None
-
-    @property
-    def location(self) -> str:
-        """Where the error is, with NUL and surrogates escaped (``config.shown``): a refused
-        name may hold them, and they cannot be written into a response or a page."""
-        if self.at is not None:
-            return shown(self.at)
-        if self.queue is None:
-            return shown(f"partition.{self.field}" if self.field else "partition")
-        queue = f"queues[{self.queue}]"
-        return shown(f"{queue}.{self.field}" if self.field else queue)
-
-    def __str__(self) -> str:
-        return f"{self.location}: {shown(self.message)}"
-
-
-class ConfigErrors(ValueError):
-    """A config was refused; ``errors`` lists every problem found (never empty)."""
-
-    def __init__(self, errors: list[ConfigError]) -> None:
-        super().__init__("; ".join(str(error) for error in errors))
-        self.errors = errors
 
 
 @dataclass(frozen=True)
