@@ -14,9 +14,7 @@ from preemption.config import (
     PartitionSettings,
     plain_data_problems,
 )
-from preemption.durations import (
-    MAX_DURATION,
-)
+from preemption.durations import MAX_DURATION
 from preemption.errors import ConfigError
 from preemption.hierarchy.structure import NAME_PATTERN
 

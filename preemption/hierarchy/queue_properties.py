@@ -13,10 +13,7 @@ from preemption.config import (
     shown,
     text_problem,
 )
-from preemption.durations import (
-    DurationError,
-    parse_go_duration,
-)
+from preemption.durations import DurationError, parse_go_duration
 from preemption.errors import ConfigError
 
 

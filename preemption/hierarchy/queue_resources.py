@@ -8,13 +8,7 @@ from collections.abc import Mapping
 from functools import lru_cache
 
 from preemption import resources
-from preemption.config import (
-    RESOURCE_NAME_MAX_LENGTH,
-    ROOT,
-    QueueConfig,
-    shown,
-    text_problem,
-)
+from preemption.config import RESOURCE_NAME_MAX_LENGTH, ROOT, QueueConfig, shown, text_problem
 from preemption.errors import ConfigError
 from preemption.hierarchy.partition_settings import is_int
 from preemption.hierarchy.tree import Hierarchy, sum_amounts

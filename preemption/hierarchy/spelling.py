@@ -8,15 +8,8 @@ from collections.abc import Mapping
 from dataclasses import replace
 from functools import lru_cache
 
-from preemption.config import (
-    DURATION_PROPERTIES,
-    PartitionConfig,
-    QueueConfig,
-)
-from preemption.durations import (
-    DurationError,
-    duration_spelling,
-)
+from preemption.config import DURATION_PROPERTIES, PartitionConfig, QueueConfig
+from preemption.durations import DurationError, duration_spelling
 
 
 def normalized_config(config: PartitionConfig) -> PartitionConfig:

@@ -6,12 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from preemption.config import (
-    QUEUE_PATH_MAX_LENGTH,
-    ROOT,
-    PartitionConfig,
-    QueueConfig,
-)
+from preemption.config import QUEUE_PATH_MAX_LENGTH, ROOT, PartitionConfig, QueueConfig
 from preemption.errors import ConfigError
 
 #: YuniKorn's rule for queue names (and ours for partition names).

@@ -22,11 +22,7 @@ from preemption.config import (
     PartitionSettings,
     QueueConfig,
 )
-from preemption.durations import (
-    DurationError,
-    format_duration,
-    parse_duration,
-)
+from preemption.durations import DurationError, format_duration, parse_duration
 
 
 class HasUsage(Protocol):

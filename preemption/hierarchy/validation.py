@@ -7,13 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from preemption.config import (
-    PROPERTY_DELAY,
-    ROOT,
-    PartitionConfig,
-    PartitionSettings,
-    QueueConfig,
-)
+from preemption.config import PROPERTY_DELAY, ROOT, PartitionConfig, PartitionSettings, QueueConfig
 from preemption.errors import ConfigError
 from preemption.hierarchy.partition_settings import extra_errors, settings_errors
 from preemption.hierarchy.queue_properties import property_errors
