@@ -35,7 +35,7 @@ from preemption.explanations.priority import describe_priority
 from preemption.explanations.quota import describe_quota
 from preemption.explanations.required_node import describe_required_node
 from preemption.explanations.wording import amounts, ordinal, when
-from preemption.job import _job
+from preemption.job.candidates import job_of
 from preemption.model import ClusterState, Options, Plan, PolicyName, Reason
 from preemption.quota import quota_target
 
@@ -236,7 +236,7 @@ def subject_facts(state: ClusterState, plan: Plan, subject: str) -> dict[str, An
             "target": quota_target(usage, queue.max, queue.guaranteed),
         }
     if plan.policy == PolicyName.JOB:
-        job = _job(state, job_of_subject(state, subject))
+        job = job_of(state, job_of_subject(state, subject))
         if job is None:
             return {"job": subject}
         return {

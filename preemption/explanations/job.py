@@ -8,7 +8,8 @@ from typing import Any
 from preemption.explanations.notes import Note, Notes, plan_reasons
 from preemption.explanations.task_rules import opted_out_text
 from preemption.explanations.wording import ordinal, quantity, when
-from preemption.job import JobUsage, _job, _usage_without, admits
+from preemption.job.admission import JobUsage, admits, usage_without
+from preemption.job.candidates import job_of
 from preemption.model import ClusterState, Options, Outcome, Plan, Reason
 
 
@@ -26,7 +27,7 @@ def describe_job(state: ClusterState, plan: Plan, subject: str, options: Options
     important first) with the queue's admission numbers; a victim whose return keeps admission
     was kept out because the job's asks would no longer all place."""
     del options
-    job = _job(state, job_of_subject(state, subject))
+    job = job_of(state, job_of_subject(state, subject))
     reasons = plan_reasons(plan)
     notes: Notes = {}
     if job is None:
@@ -59,7 +60,7 @@ def describe_job(state: ClusterState, plan: Plan, subject: str, options: Options
     queue = hierarchy.queues[job.queue]
     types = tuple(sorted(job.request))
     in_queue = {a.id for a in state.running if hierarchy.is_within(a.queue, job.queue)}
-    usage = _usage_without(state.running, in_queue, {a.id for a in walk}, types)
+    usage = usage_without(state.running, in_queue, {a.id for a in walk}, types)
     position = {victim: index for index, victim in enumerate(plan.victims, 1)}
     for rank, allocation in enumerate(walk, 1):
         place = (
