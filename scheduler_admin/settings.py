@@ -78,6 +78,8 @@ INSTALLED_APPS = [
     # Usage over time (issue 16, usage history)
     "scheduler_admin.history",
     "scheduler_admin.web",
+    # The demo cluster of ``make run`` (manage.py simulate_cluster): an interface, no models.
+    "scheduler_admin.demo_cluster",
 ]
 
 MIDDLEWARE = [

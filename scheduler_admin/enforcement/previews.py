@@ -21,7 +21,7 @@ from preemption.model import ClusterState, Options, Plan
 from preemption.policies import plan_ask, plan_job, plan_quota, plan_quota_change, with_new_max
 from preemption.timers import QuotaTimer, timers_after_save
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state, with_overrides
-from scheduler_admin.cluster.services import ClusterStateBody
+from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
 from scheduler_admin.enforcement.exports import api_item
 from scheduler_admin.enforcement.models import QuotaTimer as TimerRow
 from scheduler_admin.enforcement.models import TimerStatus

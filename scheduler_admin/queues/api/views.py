@@ -55,8 +55,8 @@ from scheduler_admin.api.permissions import (
     SIMULATE,
 )
 from scheduler_admin.cluster.adapters import usage_of_queues
+from scheduler_admin.cluster.ingest.parsing import IngestErrors, parse_cluster_state
 from scheduler_admin.cluster.models import Ask, AskState
-from scheduler_admin.cluster.services import IngestErrors, parse_cluster_state
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.enforcement.previews import (
     UnknownTarget,

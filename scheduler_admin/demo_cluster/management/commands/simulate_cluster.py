@@ -3,9 +3,9 @@
 No real cluster is connected to the demo, so this command plays one (SPEC 3.3, 5):
 
 1. Build: when the partition has no cluster state yet (or ``--reset`` removed it), ingest the
-   cluster of ``simulator.initial_cluster``; existing state is kept otherwise, so the run script
+   cluster of ``build.initial_cluster``; existing state is kept otherwise, so the run script
    can start it on every launch.
-2. With ``--churn``, every ``--interval`` seconds: ingest one ``simulator.churn_step`` (tasks
+2. With ``--churn``, every ``--interval`` seconds: ingest one ``churn.churn_step`` (tasks
    finish and start, asks get scheduled), then acknowledge every pending eviction order of the
    partition (the "cluster" evicts at once). A step prints one line if it acknowledged evictions
    or removed evicted pods; a routine step (tasks come and go) only with ``--verbosity 2``, since
@@ -28,8 +28,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import DatabaseError, transaction
 from django.utils import timezone
 
-from scheduler_admin.cluster import simulator
 from scheduler_admin.cluster.services import IngestErrors, IngestResult, ingest_cluster_state
+from scheduler_admin.demo_cluster.build import initial_cluster
+from scheduler_admin.demo_cluster.churn import churn_step
+from scheduler_admin.demo_cluster.layout import SimulatorError
+from scheduler_admin.demo_cluster.snapshot import read_snapshot, summary_lines
 from scheduler_admin.enforcement.evictions import OrderNotFound, acknowledge_eviction
 from scheduler_admin.enforcement.models import EvictionOrder, EvictionStatus
 from scheduler_admin.queues.models import Partition
@@ -99,14 +102,14 @@ class Command(BaseCommand):
             started = time.monotonic()
             now = timezone.now()
             try:
-                body = simulator.initial_cluster(
+                body = initial_cluster(
                     partition.current_config(),
                     nodes=options["nodes"],
                     tasks=options["tasks"],
                     seed=options["seed"],
                     now=now,
                 )
-            except simulator.SimulatorError as exc:
+            except SimulatorError as exc:
                 raise CommandError(f"--partition {partition.name}: {exc}") from None
             # The old state goes first, in its own body: ingest writes before it removes, so one
             # body would remove the freshly written nodes of the same names. Both in one
@@ -129,7 +132,7 @@ class Command(BaseCommand):
                     f"{result.asks} asks, {result.budgets} disruption budgets."
                 )
             )
-        for line in simulator.summary_lines(simulator.read_snapshot(partition)):
+        for line in summary_lines(read_snapshot(partition)):
             self.stdout.write(line)
 
     def _remove_all(self, partition: Partition) -> IngestResult:
@@ -190,8 +193,8 @@ class Command(BaseCommand):
         """One churn step and the acknowledgement of every pending eviction; the log line, and
         whether the step touched an eviction (acknowledged one, or removed an evicted pod)."""
         now = timezone.now()
-        snapshot = simulator.read_snapshot(partition)
-        body = simulator.churn_step(snapshot, now=now, rng=rng)
+        snapshot = read_snapshot(partition)
+        body = churn_step(snapshot, now=now, rng=rng)
         self._ingest(partition, body, audit=False)  # a churn step: see ingest_cluster_state
         acknowledged = 0
         pending = (
