@@ -24,8 +24,7 @@ from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_stat
 from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
 from scheduler_admin.enforcement.exports import api_item
 from scheduler_admin.enforcement.models import QuotaTimer as TimerRow
-from scheduler_admin.enforcement.models import TimerStatus
-from scheduler_admin.enforcement.runs import active_run_queues
+from scheduler_admin.enforcement.models import TimerStatus, active_run_queues
 from scheduler_admin.enforcement.timers import as_engine_timer
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_config
