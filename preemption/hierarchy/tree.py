@@ -250,8 +250,6 @@ class Hierarchy:
 
 
 _DEFAULT_POLICY = Effective("default", None)
-
-
 _NO_QUOTA_DELAY = Effective(0, None)
 
 

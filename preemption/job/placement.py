@@ -28,12 +28,8 @@ from preemption.model import (
 
 #: Room of a padding leaf of ``Room``'s trees: below any positive need.
 _NO_NODE = -1
-
-
 #: How many nodes ``Room.first_index`` looks at one by one before it searches the trees.
 _PROBE = 4
-
-
 #: What an ask or an allocation takes on the job's types: (type index, positive amount) pairs.
 Need = tuple[tuple[int, int], ...]
 

@@ -9,8 +9,6 @@ from preemption.yunikorn_rules.properties import PropertyRules
 from preemption.yunikorn_rules.wording import joined, quantity_text, shown
 
 TEMPLATE_KEYS = ("maxapplications", "properties", "resources")
-
-
 TEMPLATE_RESOURCE_KEYS = ("guaranteed", "max")
 
 

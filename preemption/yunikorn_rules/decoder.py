@@ -17,12 +17,8 @@ from preemption.yunikorn_rules.wording import joined, listed, shown
 
 #: Largest ``uint64`` (maxapplications, application.unschedasks.backoff).
 UINT64_MAX = 2**64 - 1
-
-
 #: YuniKorn's quantity grammar: digits, optional blanks, an optional suffix (after trimming).
 _QUANTITY = re.compile(r"([0-9]+)[\t\n\f\r ]*([mkKMGTPE]i?)?")
-
-
 _QUANTITY_SUFFIXES = ("", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
 
 

@@ -10,14 +10,8 @@ from preemption.yunikorn_rules.decoder import Decoder
 from preemption.yunikorn_rules.wording import case_hint, joined, shown
 
 NODE_SORT_POLICIES = ("fair", "binpacking")
-
-
 USER_GROUP_RESOLVERS = ("os", "ldap")
-
-
 NODE_SORT_KEYS = ("type", "resourceweights")
-
-
 RESOLVER_KEYS = ("type",)
 
 

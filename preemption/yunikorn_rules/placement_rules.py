@@ -17,34 +17,20 @@ from preemption.yunikorn_rules.wording import listed, shown
 
 #: A placement rule name: an identifier.
 RULE_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9_]*")
-
-
 #: A single filter entry holding one of these is read as a regular expression, not a name.
 REGEXP_CHARACTERS = re.compile(r"[\^$*+?()\[{}|]")
-
-
 #: Placement rules a config may name (compared lower-cased, as YuniKorn does). ``recovery`` is
 #: YuniKorn's internal rule and ``test`` its testing rule: neither belongs in a config.
 RULE_NAMES = ("provided", "user", "fixed", "tag")
-
-
 FIXED, TAG = "fixed", "tag"
-
-
 FILTER_TYPES = ("allow", "deny")
 
 
 # The keys of each YuniKorn struct: the strict decoder refuses any other (keys are case-sensitive).
 RULE_KEYS = ("name", "create", "filter", "parent", "value")
-
-
 FILTER_KEYS = ("type", "users", "groups")
-
-
 #: Longest placement rule chain (a rule and its parents) walked; deeper chains are refused.
 MAX_RULE_CHAIN = 32
-
-
 #: Longest filter expression compiled.
 MAX_EXPRESSION_LENGTH = 1024
 

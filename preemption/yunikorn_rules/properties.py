@@ -14,34 +14,16 @@ from preemption.yunikorn_rules.decoder import UINT64_MAX, Decoder
 from preemption.yunikorn_rules.wording import case_hint, shown
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
-
-
 PROPERTY_SORT_POLICY = "application.sort.policy"
-
-
 PROPERTY_SORT_PRIORITY = "application.sort.priority"
-
-
 PROPERTY_PRIORITY_POLICY = "priority.policy"
-
-
 PROPERTY_PRIORITY_OFFSET = "priority.offset"
-
-
 PROPERTY_BACKOFF = "application.unschedasks.backoff"
-
-
 SORT_POLICIES = ("fifo", "fair")
-
-
 DEPRECATED_SORT_POLICY = "stateaware"
-
-
 #: ``strconv.ParseInt(s, 10, 32)`` and ``ParseUint(s, 10, 64)``: ASCII digits, a sign only for
 #: the signed one, no blanks or underscores.
 _SIGNED_DIGITS = re.compile(r"[+-]?[0-9]+")
-
-
 _DIGITS = re.compile(r"[0-9]+")
 
 
