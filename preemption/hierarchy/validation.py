@@ -237,7 +237,7 @@ def _findings_from(
 #: Why a ``preemption.delay`` on a parent queue is accepted but flagged (SPEC 3.2).
 PARENT_DELAY_WARNING = (
     "YuniKorn passes this value to the leaves below; this product ignores it on a parent "
-    "(it follows seed 000: preemption.delay is read on leaf queues only)"
+    "(it follows YuniKorn's preemption design, which reads preemption.delay on leaf queues only)"
 )
 
 
