@@ -5,23 +5,22 @@ from __future__ import annotations
 import io
 import itertools
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 import time_machine
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
-from scheduler_admin.accounts.tokens import create_token
 from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
-from scheduler_admin.queues import services
-from scheduler_admin.queues.models import Partition, Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
-from tests.support.team import GB, START, TEAM_TASKS, team_config
+from scheduler_admin.queues.models import Partition
+from tests.support.factories.cluster import ingest
+from tests.support.factories.partitions import imported_partition, lower_max
+from tests.support.factories.users import role_user, token_key, user_with_role
+from tests.support.team import START, TEAM_TASKS, team_config
 from tests.support.throttles import clear_throttle_counts
 
 ROLES = ("viewer", "operator", "admin")
@@ -38,11 +37,9 @@ def demo_partition(db) -> Partition:
 
 def client_for(role: str | None) -> APIClient:
     """An API client authenticated with a token of a user holding ``role`` (None: no role)."""
-    user = get_user_model().objects.create_user(f"user-{role or 'norole'}", password="pw-12345678")
-    if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])  # a flush may have emptied it
+    user = user_with_role(f"user-{role or 'norole'}", role, password="pw-12345678")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {_key(user, 'test')}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token_key(user, 'test')}")
     return client
 
 
@@ -53,21 +50,13 @@ def role_client(role: str | None) -> APIClient:
     client = APIClient()
     if role is None:
         return client
-    user, _ = get_user_model().objects.get_or_create(username=f"role-{role}")
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
-    key = _key(user, f"test-{next(_token_numbers)}")
+    user = role_user(f"role-{role}", role)
+    key = token_key(user, f"test-{next(_token_numbers)}")
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client
 
 
 _token_numbers = itertools.count(1)
-
-
-def _key(user, name: str) -> str:
-    """A working API key for a fixture client, stored as every token is (hashed) but without
-    the ``token.issued`` audit event ``issue_token`` writes: tests that count audit events must
-    see only the events of what they test."""
-    return create_token(user, name=name, expires_at=None)[1]
 
 
 @pytest.fixture
@@ -139,14 +128,6 @@ class Live:
     order: EvictionOrder
 
 
-def _lower(path: str, memory_gb: int, at: datetime) -> None:
-    with time_machine.travel(at, tick=False):
-        services.update_queue(
-            "default", path, version=Queue.objects.get(path=path).version, actor=None,
-            comment="lower", max={"memory": memory_gb * GB},
-        )  # fmt: skip
-
-
 @pytest.fixture
 def live(db) -> Live:
     """The team partition (``tests/support/team.py``) after a finished quota run on root.team
@@ -155,19 +136,16 @@ def live(db) -> Live:
     """
     clear_throttle_counts()  # throttling counters of earlier tests
     with time_machine.travel(START, tick=False):
-        configs = parse_queues_yaml(team_config("2s"), settings_for=services.settings_for_import)
-        services.import_partition_configs(configs, actor=None, comment="initial")
-        partition = Partition.objects.get(name="default")
-        nodes = [{"name": "n1", "capacity": {"memory": "1000G"}}]
-        ingest_cluster_state(partition, {"nodes": nodes, "allocations": TEAM_TASKS}, actor=None)
-    _lower("root.team", 100, START)
+        partition = imported_partition(team_config("2s"))
+        ingest(partition, TEAM_TASKS)
+    lower_max("root.team", 100, START)
     with time_machine.travel(START + timedelta(seconds=2), tick=False):
         for run_id in runs.sweep_due_quota_timers():
             runs.execute_run(run_id, worker="t")
-    _lower("root.team.a", 25, START + timedelta(seconds=3))  # a1 (30G) is left in a
+    lower_max("root.team.a", 25, START + timedelta(seconds=3))  # a1 (30G) is left in a
     with time_machine.travel(START + timedelta(seconds=5), tick=False):
         [active] = runs.sweep_due_quota_timers()  # created, not executed: still pending
-    _lower("root.team.b", 10, START + timedelta(seconds=6))
+    lower_max("root.team.b", 10, START + timedelta(seconds=6))
     with time_machine.travel(START + timedelta(seconds=7), tick=False):
         state = {
             "asks": [{"id": "ask1", "queue": "root.team.a", "resources": {"memory": "1G"}}],

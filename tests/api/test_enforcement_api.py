@@ -16,14 +16,14 @@ from django.test.utils import CaptureQueriesContext
 
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.models import Allocation, AllocationState
-from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
-from scheduler_admin.queues import services as config_services
-from scheduler_admin.queues.models import Partition, Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from scheduler_admin.queues.models import Partition
 from tests.api.conftest import assert_error
-from tests.support.team import GB, START, TEAM_TASKS, team_config
+from tests.support.factories import partitions as factories
+from tests.support.factories.cluster import ingest
+from tests.support.factories.partitions import imported_partition
+from tests.support.team import START, TEAM_TASKS, team_config
 
 pytestmark = pytest.mark.django_db
 
@@ -46,26 +46,13 @@ CONFIG = (
 def partition(db) -> Partition:
     """``default`` with 180G running in root.team (max 400G), and an empty ``other``."""
     with time_machine.travel(START, tick=False):
-        configs = parse_queues_yaml(CONFIG, settings_for=config_services.settings_for_import)
-        config_services.import_partition_configs(configs, actor=None, comment="initial")
-        default = Partition.objects.get(name="default")
-        ingest_cluster_state(
-            default,
-            {
-                "nodes": [{"name": "n1", "capacity": {"memory": "1000G"}}],
-                "allocations": TEAM_TASKS,
-            },
-            actor=None,
-        )
+        default = imported_partition(CONFIG)
+        ingest(default, TEAM_TASKS)
     return default
 
 
 def lower_max(path: str, memory_gb: int, *, at: datetime) -> None:
-    with time_machine.travel(at, tick=False):
-        config_services.update_queue(
-            "default", path, version=Queue.objects.get(path=path).version, actor=None,
-            comment="lower", max={"memory": memory_gb * GB},
-        )  # fmt: skip
+    factories.lower_max(path, memory_gb, at)
 
 
 def run_due_timers(at: datetime) -> list[PreemptionRun]:

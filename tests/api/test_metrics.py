@@ -24,13 +24,12 @@ from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.evictions import ClusterReport, report_evictions
 from scheduler_admin.enforcement.models import EvictionOrder
 from scheduler_admin.observability import collectors
-from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Partition
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
 from scheduler_admin.system.models import ProcessKind
 from scheduler_admin.system.services import record_heartbeat as record_process_heartbeat
 from tests.api import test_enforcement_api as enforcement
 from tests.api.conftest import client_for
+from tests.support.factories.partitions import saved_partition
 from tests.support.team import START
 
 pytestmark = pytest.mark.django_db
@@ -314,8 +313,7 @@ def wide_partition() -> Partition:
                     f"                  - name: l{leaf}\n"
                     f"                    resources: {{max: {{memory: {leaf + 1}G}}}}\n"
                 )
-    [config] = parse_queues_yaml("".join(lines), settings_for=config_services.settings_for_import)
-    return config_services.save_partition_config(config, actor=None, comment="wide").partition
+    return saved_partition("".join(lines), comment="wide")
 
 
 def exported_queues(samples: Samples, partition_name: str) -> set[str]:

@@ -10,12 +10,11 @@ from collections.abc import Callable
 import pytest
 from playwright.sync_api import BrowserContext, Page, expect
 
-from scheduler_admin.cluster.services import ingest_cluster_state
-from scheduler_admin.queues import services
-from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from scheduler_admin.queues.models import ConfigRevision, Queue
 from scheduler_admin.web.common import queue_url
 from tests.e2e.browser import create_user, screenshot, submit_login_form
+from tests.support.factories.cluster import ingest
+from tests.support.factories.partitions import imported_partition
 from tests.support.tenants import GB, TASKS, TENANTS_CONFIG
 
 pytestmark = [pytest.mark.e2e, pytest.mark.redis]
@@ -25,11 +24,7 @@ COMMENT = "team-a web gets the nodes it bought"
 
 def tenants_without_timers() -> None:
     """The two tenants with their tasks, and no quota lowered: nothing for beat to fire."""
-    configs = parse_queues_yaml(TENANTS_CONFIG, settings_for=services.settings_for_import)
-    services.import_partition_configs(configs, actor=None, comment="tenants")
-    partition = Partition.objects.get(name="default")
-    nodes = [{"name": "n1", "capacity": {"memory": "1000G"}}]
-    ingest_cluster_state(partition, {"nodes": nodes, "allocations": TASKS}, actor=None)
+    ingest(imported_partition(TENANTS_CONFIG, comment="tenants"), TASKS)
 
 
 def test_a_tenant_admin_edits_a_quota_inside_and_sees_no_controls_outside(

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
-import time_machine
 
 from scheduler_admin.cluster.models import Allocation, Ask
 from scheduler_admin.cluster.services import ingest_cluster_state
@@ -13,43 +12,14 @@ from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.evictions import acknowledge_eviction
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, RunStatus
 from scheduler_admin.queues import services as config_services
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from tests.support.asks import NOW, filled_partition
 
 pytestmark = pytest.mark.django_db
-
-NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-CONFIG = """
-partitions:
-  - name: default
-    queues:
-      - name: root
-        queues:
-          - name: prod
-            resources: {guaranteed: {vcore: "8"}}
-            properties: {preemption.delay: 30s}
-          - name: batch
-            resources: {guaranteed: {vcore: "2"}}
-"""
 
 
 @pytest.fixture
 def partition():
-    with time_machine.travel(NOW - timedelta(hours=1), tick=False):
-        [config] = parse_queues_yaml(CONFIG, settings_for=config_services.settings_for_import)
-        partition = config_services.save_partition_config(config, actor=None, comment="x").partition
-    ingest_cluster_state(
-        partition,
-        {
-            "nodes": [{"name": "n1", "capacity": {"vcore": "8"}}],
-            "allocations": [
-                {"id": f"b{i}", "queue": "root.batch", "app": f"batch{i}", "node": "n1",
-                 "resources": {"vcore": "2"}, "created_at": f"2026-03-01T1{i}:00:00Z"}
-                for i in range(4)
-            ],
-        },
-        actor=None,
-    )  # fmt: skip
-    return partition
+    return filled_partition(first_hour=10)
 
 
 def add_ask(partition, created_at: datetime, **extra) -> None:

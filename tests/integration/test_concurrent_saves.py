@@ -21,11 +21,10 @@ import pytest
 import yaml
 from django.conf import settings
 
-from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
 from tests.api.conftest import client_for
 from tests.integration.test_compose_stack import COMPOSE_FILE, CONTAINER_BIND, native_command
+from tests.support.factories.partitions import saved_partition
 from tests.support.processes import (
     ManagedProcess,
     free_port,
@@ -104,8 +103,7 @@ def _request(
 
 @pytest.fixture
 def admin_token(transactional_db: None) -> str:
-    [config] = parse_queues_yaml(_config_yaml(), settings_for=services.settings_for_import)
-    services.save_partition_config(config, actor=None, comment="race fixture")
+    saved_partition(_config_yaml(), comment="race fixture")
     client = client_for("admin")
     return client._credentials["HTTP_AUTHORIZATION"].split()[1]
 

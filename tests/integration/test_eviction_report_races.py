@@ -16,7 +16,6 @@ import pytest
 import time_machine
 
 from scheduler_admin.audit.models import AuditEvent, AuditKind
-from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.evictions import (
     AckResult,
@@ -27,11 +26,11 @@ from scheduler_admin.enforcement.evictions import (
     report_evictions,
 )
 from scheduler_admin.enforcement.models import ClusterStatus, EvictionOrder, EvictionStatus
-from scheduler_admin.queues import services as config_services
-from scheduler_admin.queues.models import Partition, Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from scheduler_admin.queues.models import Partition
+from tests.support.factories.cluster import ingest
+from tests.support.factories.partitions import imported_partition, lower_max
 from tests.support.racing import release_together
-from tests.support.team import GB, START, task, team_config
+from tests.support.team import START, task, team_config
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -44,21 +43,9 @@ def pending() -> tuple[Partition, list[int]]:
     """The team partition with 40 tasks of 10G in root.team.b, lowered to 10G: a run
     preempted 39 of them, their orders pending."""
     with time_machine.travel(START, tick=False):
-        configs = parse_queues_yaml(
-            team_config("2s"), settings_for=config_services.settings_for_import
-        )
-        config_services.import_partition_configs(configs, actor=None, comment="initial")
-        partition = Partition.objects.get(name="default")
-        tasks = [task(f"t{i:02}", "root.team.b", 10, 1) for i in range(40)]
-        ingest_cluster_state(
-            partition,
-            {"nodes": [{"name": "n1", "capacity": {"memory": "1000G"}}], "allocations": tasks},
-            actor=None,
-        )
-        config_services.update_queue(
-            "default", "root.team.b", version=Queue.objects.get(path="root.team.b").version,
-            actor=None, comment="lower", max={"memory": 10 * GB},
-        )  # fmt: skip
+        partition = imported_partition(team_config("2s"))
+        ingest(partition, [task(f"t{i:02}", "root.team.b", 10, 1) for i in range(40)])
+        lower_max("root.team.b", 10, START)
     due = START + timedelta(seconds=3)
     with time_machine.travel(due, tick=False):
         for run_id in runs.sweep_due_quota_timers(due):

@@ -44,7 +44,6 @@ from preemption.policies import plan_quota
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.adapters import load_cluster_state, queue_usage
 from scheduler_admin.cluster.models import Allocation, AllocationState
-from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement.models import (
     EvictionOrder,
     EvictionStatus,
@@ -57,12 +56,13 @@ from scheduler_admin.enforcement.models import (
 )
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
 from scheduler_admin.system.beat import beat_name
 from scheduler_admin.system.models import ProcessKind, WorkerHeartbeat
 from tests.api.conftest import client_for
 from tests.integration.test_sweep_races import TRIALS as RACE_TRIALS
 from tests.integration.test_sweep_races import make_partition as make_race_partition
+from tests.support.factories.cluster import ingest, one_node
+from tests.support.factories.partitions import saved_partition
 from tests.support.processes import (
     ManagedProcess,
     describe,
@@ -113,19 +113,11 @@ def make_partition(config_yaml: str, allocations: Sequence[Mapping[str, Any]]) -
     starts a timer on every such queue; an admin cancels them, so each test starts from a
     partition without timers and its own change is the only one that counts.
     """
-    [config] = parse_queues_yaml(config_yaml, settings_for=config_services.settings_for_import)
-    result = config_services.save_partition_config(config, actor=None, comment="initial")
-    ingest_cluster_state(
-        result.partition,
-        {
-            "nodes": [{"name": "n1", "capacity": {"memory": "10000G"}}],
-            "allocations": list(allocations),
-        },
-        actor=None,
-    )
+    partition = saved_partition(config_yaml)
+    ingest(partition, list(allocations), nodes=one_node("10000G"))
     # A new partition's queues start no quota timer (nothing to enforce yet).
     assert not QuotaTimer.objects.filter(status=TimerStatus.PENDING).exists()
-    return result.partition
+    return partition
 
 
 def set_max(path: str, memory_gb: int) -> None:

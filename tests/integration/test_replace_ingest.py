@@ -41,8 +41,8 @@ from scheduler_admin.enforcement.evictions import (
 from scheduler_admin.enforcement.models import EvictionOrder, EvictionStatus
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Partition, Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
 from tests.integration.test_ingest_races import wait_for_a_lock_wait
+from tests.support.factories.partitions import imported_partition
 from tests.support.racing import release_together
 from tests.support.team import GB, START, TEAM_TASKS, task, team_config
 
@@ -73,11 +73,7 @@ def whole_state() -> dict[str, Any]:
 @pytest.fixture
 def partition() -> Partition:
     with time_machine.travel(START, tick=False):
-        configs = parse_queues_yaml(
-            team_config("2s"), settings_for=config_services.settings_for_import
-        )
-        config_services.import_partition_configs(configs, actor=None, comment="initial")
-        default = Partition.objects.get(name="default")
+        default = imported_partition(team_config("2s"))
         ingest_cluster_state(default, whole_state(), actor=None)
     return default
 

@@ -31,15 +31,16 @@ from typing import Any
 import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser, Group
+from django.contrib.auth.models import AbstractUser
 
 from scheduler_admin.accounts import services as accounts
 from scheduler_admin.accounts.tokens import ApiToken, create_token
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
 from tests.integration.test_run_abort_races import request
 from tests.support.compose import CONTAINER_BIND, load_compose, native_command, service
+from tests.support.factories.partitions import saved_partition
+from tests.support.factories.users import user_with_role
 from tests.support.processes import ManagedProcess, free_port, test_database_env, wait_until
 from tests.support.racing import release_together
 
@@ -81,8 +82,7 @@ def partition(transactional_db: None) -> Partition:
         for i in range(QUEUES)
     )
     text = f"partitions:\n  - name: {PARTITION}\n    queues:\n      - name: root\n        queues:\n"
-    [config] = parse_queues_yaml(text + children, settings_for=config_services.settings_for_import)
-    return config_services.save_partition_config(config, actor=None, comment="fixture").partition
+    return saved_partition(text + children, comment="fixture")
 
 
 @pytest.fixture
@@ -93,8 +93,7 @@ def admin(transactional_db: None) -> AbstractUser:
 
 
 def operator(name: str) -> tuple[AbstractUser, ApiToken, str]:
-    user = get_user_model().objects.create_user(name, password="pw-rev-operator-1")
-    user.groups.add(Group.objects.get_or_create(name="operator")[0])
+    user = user_with_role(name, "operator", password="pw-rev-operator-1")
     token, key = create_token(user, name="race", expires_at=None)
     return user, token, key
 

@@ -32,19 +32,17 @@ from typing import Any
 import pytest
 from celery import Celery
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.utils import timezone
 
-from scheduler_admin.accounts.tokens import create_token
 from scheduler_admin.audit.models import AuditEvent, AuditKind
-from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, RunStatus
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
 from tests.support.compose import CONTAINER_BIND, load_compose, native_command, service
+from tests.support.factories.cluster import ingest, one_node
+from tests.support.factories.partitions import saved_partition
+from tests.support.factories.users import token_key, user_with_role
 from tests.support.processes import (
     ManagedProcess,
     describe,
@@ -180,9 +178,8 @@ def request(
 
 def token_of(username: str, role: str) -> str:
     """An API key of a user holding ``role`` (created for this test)."""
-    user = get_user_model().objects.create_user(username, password="pw-race-12345")
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return create_token(user, name="race", expires_at=None)[1]
+    user = user_with_role(username, role, password="pw-race-12345")
+    return token_key(user, name="race")
 
 
 @dataclass
@@ -203,28 +200,20 @@ def start_run(stack: Stack, name: str, victims: int) -> Trial:
     """A partition of its own whose queue runs ``victims + KEPT`` tasks of 1 GiB; its max is
     lowered to ``KEPT`` GiB, the timer falls due, the product's sweep creates the run (which
     must preempt ``victims`` tasks) and the worker is handed it."""
-    [config] = parse_queues_yaml(
-        CONFIG.replace("NAME", name).replace("HIGH", str(HIGH_MAX_GI)),
-        settings_for=config_services.settings_for_import,
-    )
-    result = config_services.save_partition_config(config, actor=None, comment="initial")
-    ingest_cluster_state(
-        result.partition,
-        {
-            "nodes": [{"name": "n1", "capacity": {"memory": f"{HIGH_MAX_GI}Gi"}}],
-            "allocations": [
-                {
-                    "id": f"t{i:05d}",
-                    "queue": "root.team",
-                    "node": "n1",
-                    "resources": {"memory": "1Gi"},
-                    "created_at": f"2026-03-01T{10 + i // 3600:02d}:{i // 60 % 60:02d}:"
-                    f"{i % 60:02d}Z",
-                }
-                for i in range(victims + KEPT)
-            ],
-        },
-        actor=None,
+    partition = saved_partition(CONFIG.replace("NAME", name).replace("HIGH", str(HIGH_MAX_GI)))
+    ingest(
+        partition,
+        [
+            {
+                "id": f"t{i:05d}",
+                "queue": "root.team",
+                "node": "n1",
+                "resources": {"memory": "1Gi"},
+                "created_at": f"2026-03-01T{10 + i // 3600:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z",
+            }
+            for i in range(victims + KEPT)
+        ],
+        nodes=one_node(f"{HIGH_MAX_GI}Gi"),
     )
     set_max(name, KEPT)
     due = timezone.now() + timedelta(seconds=2)

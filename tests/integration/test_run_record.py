@@ -19,8 +19,6 @@ from datetime import timedelta
 
 import pytest
 import time_machine
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
@@ -30,11 +28,10 @@ from scheduler_admin.cluster.models import Allocation
 from scheduler_admin.enforcement import record, runs
 from scheduler_admin.enforcement.api.serializers import ExplanationSerializer
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, RunCandidate
-from scheduler_admin.queues import services as config_services
-from scheduler_admin.queues.models import Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
 from scheduler_admin.web.explanations import OUTCOMES, REASONS, reason_text
 from tests.api.conftest import role_client
+from tests.support.factories.partitions import lower_max, saved_partition
+from tests.support.factories.users import user_with_role
 from tests.support.team import GB, START, task, team_config
 
 pytestmark = pytest.mark.django_db
@@ -80,8 +77,7 @@ def operator():
 
 @pytest.fixture
 def viewer() -> Client:
-    user = get_user_model().objects.create_user("vic", password="vic-pass-123")
-    user.groups.add(Group.objects.get_or_create(name="viewer")[0])
+    user = user_with_role("vic", "viewer", password="vic-pass-123")
     client = Client()
     client.force_login(user)
     return client
@@ -92,20 +88,14 @@ def gone_run(operator) -> PreemptionRun:
     """root.team's max lowered from 400G to 100G with 180G in use: the run takes a2, b1 and b2.
     Then the cluster acknowledges the three evictions and removes every task."""
     with time_machine.travel(START, tick=False):
-        [config] = parse_queues_yaml(
-            team_config("2s"), settings_for=config_services.settings_for_import
-        )
-        config_services.save_partition_config(config, actor=None, comment="team")
+        saved_partition(team_config("2s"), comment="team")
         pushed = operator.post(
             f"{API}/cluster-state",
             {"nodes": [{"name": "n1", "capacity": {"memory": "1000G"}}], "allocations": TASKS},
             format="json",
         )
         assert pushed.status_code == 200, pushed.content
-        config_services.update_queue(
-            "default", "root.team", version=Queue.objects.get(path="root.team").version,
-            actor=None, comment="lower", max={"memory": 100 * GB},
-        )  # fmt: skip
+        lower_max("root.team", 100, START)
     due = START + timedelta(seconds=2)
     with time_machine.travel(due, tick=False):
         [run_id] = runs.sweep_due_quota_timers(due)

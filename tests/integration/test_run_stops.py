@@ -18,8 +18,6 @@ from datetime import timedelta
 
 import pytest
 import time_machine
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.models import Allocation, AllocationState
@@ -36,6 +34,7 @@ from tests.integration.test_ask_sweep import NOW, add_ask
 from tests.integration.test_ask_sweep import partition as ask_partition  # noqa: F401
 from tests.integration.test_run_failures import lower, partition, start_team_run  # noqa: F401
 from tests.support.console import signed_in_client
+from tests.support.factories.users import user_with_role
 from tests.support.team import GB, START, TEAM_TASKS
 
 pytestmark = pytest.mark.django_db
@@ -274,8 +273,7 @@ def test_a_stopped_run_whose_plan_fell_short_raises_no_alert(
     with time_machine.travel(CLOCK, tick=False):
         run = runs.execute_run(run_id, worker="w")
     assert (run.status, run.outcome) == (RunStatus.STOPPED, "short")
-    viewer = get_user_model().objects.create_user("alert-viewer")
-    viewer.groups.add(Group.objects.get_or_create(name="viewer")[0])
+    viewer = user_with_role("alert-viewer", "viewer")
     assert alerts(run.partition, CLOCK, viewer) == []
     page = signed_in_client("viewer").get(f"/runs/{run.pk}/").content.decode()
     assert "activity-alert-card" not in page

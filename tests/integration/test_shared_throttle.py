@@ -23,12 +23,11 @@ from pathlib import Path
 import pytest
 import yaml
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 
 from scheduler_admin.accounts.services import issue_token
 from tests.support.compose import COMPOSE_FILE, CONTAINER_BIND, native_command
 from tests.support.console import import_demo
+from tests.support.factories.users import user_with_role
 from tests.support.processes import ManagedProcess, free_port, test_database_env, wait_until
 from tests.support.racing import release_together
 from tests.support.throttles import clear_throttle_counts
@@ -94,8 +93,7 @@ def _web(stack: ExitStack, base: Path, name: str, *, workers: int, redis: bool) 
 def operator_token(transactional_db: None) -> Iterator[str]:
     clear_throttle_counts()
     import_demo()
-    user = get_user_model().objects.create_user("agent")
-    user.groups.add(Group.objects.get_or_create(name="operator")[0])
+    user = user_with_role("agent", "operator")
     yield issue_token(user, actor=None, name="agent")
     clear_throttle_counts()
 

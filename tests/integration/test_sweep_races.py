@@ -24,7 +24,6 @@ from preemption.policies import plan_ask
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.cluster.adapters import load_cluster_state
 from scheduler_admin.cluster.models import Allocation, AllocationState
-from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.models import (
     ACTIVE_RUN_STATUSES,
@@ -34,9 +33,10 @@ from scheduler_admin.enforcement.models import (
     TimerStatus,
 )
 from scheduler_admin.enforcement.runs import creation
-from scheduler_admin.queues import services as config_services
-from scheduler_admin.queues.models import Partition, Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from scheduler_admin.queues.models import Partition
+from tests.support.asks import CORES_NODE, batch_tasks
+from tests.support.factories.cluster import ingest
+from tests.support.factories.partitions import lower_max, saved_partition
 from tests.support.racing import release_together_or_raise
 from tests.support.team import GB, START, task
 
@@ -62,25 +62,14 @@ partitions:
 def make_partition(name: str) -> None:
     """team.a and team.b run eight 10G tasks each (16 in all, 160G)."""
     with time_machine.travel(START, tick=False):
-        [config] = parse_queues_yaml(
-            CONFIG.replace("NAME", name), settings_for=config_services.settings_for_import
-        )
-        result = config_services.save_partition_config(config, actor=None, comment="initial")
-        tasks = [
-            task(f"{leaf}{n}", f"root.team.{leaf}", 10, n) for leaf in "ab" for n in range(1, 9)
-        ]
-        ingest_cluster_state(
-            result.partition,
-            {"nodes": [{"name": "n1", "capacity": {"memory": "1000G"}}], "allocations": tasks},
-            actor=None,
+        partition = saved_partition(CONFIG.replace("NAME", name))
+        ingest(
+            partition,
+            [task(f"{leaf}{n}", f"root.team.{leaf}", 10, n) for leaf in "ab" for n in range(1, 9)],
         )
         # A new queue with a max starts no timer; lower b (80G -> 40G) and team (160G -> 110G).
         for path, memory in (("root.team.b", 40), ("root.team", 110)):
-            version = Queue.objects.get(partition=result.partition, path=path).version
-            config_services.update_queue(
-                name, path, version=version, actor=None, comment="lower",
-                max={"memory": memory * GB},
-            )  # fmt: skip
+            lower_max(path, memory, START, partition=name)
     assert QuotaTimer.objects.filter(partition__name=name, status=TimerStatus.PENDING).count() == 2
 
 
@@ -201,29 +190,17 @@ def make_many_timers_partition(name: str) -> None:
     them a 15G max (over it: they run), the other eight 50G (within: not needed), and lowers
     team from 2000G to 1000G (within, but deferred behind its leaves' runs, which go first)."""
     with time_machine.travel(START, tick=False):
-        [config] = parse_queues_yaml(
-            many_config(name, team=2000, leaves={}),
-            settings_for=config_services.settings_for_import,
-        )
-        result = config_services.save_partition_config(config, actor=None, comment="initial")
-        ingest_cluster_state(
-            result.partition,
-            {
-                "nodes": [{"name": "n1", "capacity": {"memory": "1000G"}}],
-                "allocations": [
-                    task(f"l{leaf:02d}-{n}", f"root.team.l{leaf:02d}", 10, n)
-                    for leaf in range(MANY_LEAVES)
-                    for n in range(2)
-                ],
-            },
-            actor=None,
+        partition = saved_partition(many_config(name, team=2000, leaves={}))
+        ingest(
+            partition,
+            [
+                task(f"l{leaf:02d}-{n}", f"root.team.l{leaf:02d}", 10, n)
+                for leaf in range(MANY_LEAVES)
+                for n in range(2)
+            ],
         )
         limits = {f"l{n:02d}": 15 if n < 4 else 50 for n in range(MANY_LEAVES)}
-        [config] = parse_queues_yaml(
-            many_config(name, team=1000, leaves=limits),
-            settings_for=config_services.settings_for_import,
-        )
-        config_services.save_partition_config(config, actor=None, comment="limits")
+        saved_partition(many_config(name, team=1000, leaves=limits), comment="limits")
     pending = QuotaTimer.objects.filter(partition__name=name, status=TimerStatus.PENDING)
     assert pending.count() == MANY_LEAVES + 1
 
@@ -291,23 +268,10 @@ partitions:
 def make_ask_partition(name: str) -> None:
     """batch fills the node (four 2-core tasks); prod asks for 2 cores under its guarantee."""
     with time_machine.travel(START, tick=False):
-        [config] = parse_queues_yaml(
-            ASK_CONFIG.replace("NAME", name), settings_for=config_services.settings_for_import
-        )
-        partition = config_services.save_partition_config(config, actor=None, comment="x").partition
-    allocations = [
-        {"id": f"b{i}", "queue": "root.batch", "app": f"batch{i}", "node": "n1",
-         "resources": {"vcore": "2"}, "created_at": f"2026-03-01T1{i}:00:00Z"}
-        for i in range(4)
-    ]  # fmt: skip
+        partition = saved_partition(ASK_CONFIG.replace("NAME", name), comment="x")
     ask = {"id": "k1", "queue": "root.prod", "app": "web", "resources": {"vcore": "2"},
            "created_at": START.isoformat()}  # fmt: skip
-    ingest_cluster_state(
-        partition,
-        {"nodes": [{"name": "n1", "capacity": {"vcore": "8"}}], "allocations": allocations,
-         "asks": [ask]},
-        actor=None,
-    )  # fmt: skip
+    ingest(partition, batch_tasks(first_hour=10), nodes=CORES_NODE, asks=[ask])
 
 
 def test_two_ask_sweepers_at_once_start_one_run_and_take_each_victim_once() -> None:

@@ -48,7 +48,7 @@ from scheduler_admin.enforcement.models import (
 )
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Partition, Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from tests.support.factories.partitions import saved_partition
 from tests.support.team import GB, START, team_config
 
 # Each column that stores text received by the API, the ingest command or the agent, or
@@ -160,10 +160,7 @@ def test_an_audit_event_can_name_any_allocation():
 def team(db) -> Partition:
     """The team partition (tests.support.team), without tasks."""
     with time_machine.travel(START, tick=False):
-        [config] = parse_queues_yaml(
-            team_config("2s"), settings_for=config_services.settings_for_import
-        )
-        return config_services.save_partition_config(config, actor=None, comment="team").partition
+        return saved_partition(team_config("2s"), comment="team")
 
 
 def longest(prefix: str, limit: int = limits.CLUSTER_ID_MAX_LENGTH) -> str:

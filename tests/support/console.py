@@ -6,8 +6,6 @@ import io
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.test import Client
 
@@ -15,6 +13,7 @@ from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
+from tests.support.factories.users import role_user
 
 DEMO_CONFIG = "demo/queues.yaml"
 NIGHTLY = "root.batch.nightly"
@@ -28,8 +27,7 @@ def import_demo() -> Partition:
 
 def signed_in_client(role: str, username: str | None = None) -> Client:
     """A test client signed in as a (new or existing) user holding ``role``."""
-    user, _ = get_user_model().objects.get_or_create(username=username or f"user-{role}")
-    user.groups.add(Group.objects.get_or_create(name=role)[0])  # a flush may have emptied it
+    user = role_user(username or f"user-{role}", role)
     client = Client()
     client.force_login(user)
     return client

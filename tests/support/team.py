@@ -7,9 +7,11 @@ root.team (max 400G, quota delay ``DELAY``) with leaves a (guaranteed 20G) and b
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
-GB = 10**9
+from tests.support.factories.cluster import task
+from tests.support.factories.partitions import GB
+
+__all__ = ["GB", "START", "TEAM_CONFIG", "TEAM_TASKS", "task", "team_config"]
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 TEAM_CONFIG = """
@@ -31,14 +33,6 @@ partitions:
 
 def team_config(delay: str = "2s") -> str:
     return TEAM_CONFIG.replace("DELAY", delay)
-
-
-def task(id_: str, queue: str, memory_gb: int, minute: int, **extra: Any) -> dict[str, Any]:
-    """A task on node n1 in the scenario vocabulary, created at 10:<minute> on 2026-03-01."""
-    return {
-        "id": id_, "queue": queue, "node": "n1", "resources": {"memory": f"{memory_gb}G"},
-        "created_at": f"2026-03-01T10:{minute:02d}:00Z", **extra,
-    }  # fmt: skip
 
 
 TEAM_TASKS = [

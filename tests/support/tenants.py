@@ -19,18 +19,17 @@ from datetime import UTC, datetime, timedelta
 
 import time_machine
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser, Group
+from django.contrib.auth.models import AbstractUser
 
 from scheduler_admin.accounts.grants import give_grant, set_groups
-from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
-from scheduler_admin.queues import services
-from scheduler_admin.queues.models import Partition, Queue
-from scheduler_admin.queues.yaml_io import parse_queues_yaml
+from scheduler_admin.queues.models import Partition
+from tests.support.factories.cluster import ingest, task
+from tests.support.factories.partitions import GB, imported_partition, lower_max
+from tests.support.factories.users import give_role
 
 START = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-GB = 10**9
 INSIDE = "root.team-a"
 OUTSIDE = "root.team-b"
 TENANT_GROUP = "tenant-a"
@@ -62,29 +61,24 @@ SUBTREE_ROLES = ("sub_operator", "sub_admin")
 CALLERS = (*GLOBAL_ROLES, *SUBTREE_ROLES, "anonymous")
 
 
-def _task(id_: str, queue: str, memory_gb: int, minute: int) -> dict[str, object]:
-    return {
-        "id": id_, "queue": queue, "node": "n1", "resources": {"memory": f"{memory_gb}G"},
-        "created_at": f"2026-03-01T10:{minute:02d}:00Z",
-    }  # fmt: skip
-
-
 TASKS = [
-    _task("aw1", "root.team-a.web", 30, 1),
-    _task("aw2", "root.team-a.web", 30, 2),
-    _task("ab1", "root.team-a.batch", 30, 3),
-    _task("bw1", "root.team-b.web", 30, 4),
-    _task("bw2", "root.team-b.web", 30, 5),
-    _task("bb1", "root.team-b.batch", 30, 6),
+    task("aw1", "root.team-a.web", 30, 1),
+    task("aw2", "root.team-a.web", 30, 2),
+    task("ab1", "root.team-a.batch", 30, 3),
+    task("bw1", "root.team-b.web", 30, 4),
+    task("bw2", "root.team-b.web", 30, 5),
+    task("bb1", "root.team-b.batch", 30, 6),
 ]
 
 
+__all__ = [
+    "CALLERS", "GB", "GLOBAL_ROLES", "INSIDE", "OUTSIDE", "START", "SUBTREE_ROLES", "TASKS",
+    "TENANTS_CONFIG", "TENANT_GROUP", "Tenants", "lower", "tenant_state", "tenant_user",
+]  # fmt: skip
+
+
 def lower(path: str, memory_gb: int, at: datetime) -> None:
-    with time_machine.travel(at, tick=False):
-        services.update_queue(
-            "default", path, version=Queue.objects.get(path=path).version, actor=None,
-            comment=f"lower {path}", max={"memory": memory_gb * GB},
-        )  # fmt: skip
+    lower_max(path, memory_gb, at, comment=f"lower {path}")
 
 
 @dataclass(frozen=True)
@@ -106,11 +100,8 @@ class Tenants:
 def tenant_state() -> Tenants:
     """The partition with its timers, runs and eviction order (module docstring)."""
     with time_machine.travel(START, tick=False):
-        configs = parse_queues_yaml(TENANTS_CONFIG, settings_for=services.settings_for_import)
-        services.import_partition_configs(configs, actor=None, comment="tenants")
-        partition = Partition.objects.get(name="default")
-        nodes = [{"name": "n1", "capacity": {"memory": "1000G"}}]
-        ingest_cluster_state(partition, {"nodes": nodes, "allocations": TASKS}, actor=None)
+        partition = imported_partition(TENANTS_CONFIG, comment="tenants")
+        ingest(partition, TASKS)
     lower("root.team-a.web", 40, START)
     lower("root.team-b.web", 40, START)
     with time_machine.travel(START + timedelta(seconds=3), tick=False):
@@ -146,7 +137,7 @@ def tenant_user(caller: str) -> AbstractUser | None:
     user.set_password("pw-caller-12345")
     user.save()
     if caller in GLOBAL_ROLES:
-        user.groups.add(Group.objects.get_or_create(name=caller)[0])
+        give_role(user, caller)
     elif caller == "sub_operator":
         give_grant(partition="default", queue_path=INSIDE, role="operator",
                    user=user.username, actor=None)  # fmt: skip
