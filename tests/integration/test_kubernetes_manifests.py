@@ -79,14 +79,17 @@ def grants(
 
 
 #: Everything the agent's service account may do, and nothing more (least privilege):
-#: read nodes, pods and disruption budgets everywhere; label pods (soft eviction); evict through
-#: the Eviction API (no delete); read and replace the one ConfigMap YuniKorn reads, and no other
-#: (no create: resourceNames cannot restrict it, see role-yunikorn-configs.yaml).
+#: read nodes, pods, disruption budgets, namespaces and PriorityClasses everywhere; label pods
+#: (soft eviction); evict through the Eviction API (no delete); read and replace the one
+#: ConfigMap YuniKorn reads, and no other (no create: resourceNames cannot restrict it, see
+#: role-yunikorn-configs.yaml).
 EXPECTED_PERMISSIONS = (
     grants(None, "", "nodes", ["get", "list", "watch"])
     | grants(None, "", "pods", ["get", "list", "watch", "patch"])
     | grants(None, "", "pods/eviction", ["create"])
     | grants(None, "policy", "poddisruptionbudgets", ["get", "list", "watch"])
+    | grants(None, "", "namespaces", ["list", "watch"])
+    | grants(None, "scheduling.k8s.io", "priorityclasses", ["list", "watch"])
     | grants(YUNIKORN_NAMESPACE, "", "configmaps", ["get", "update"], YUNIKORN_CONFIGMAP)
 )
 

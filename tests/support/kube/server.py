@@ -73,7 +73,8 @@ behaviour is subtle):
   (401 ``Unauthorized`` otherwise; the scheme is matched case-insensitively, as the in-cluster
   config sends ``bearer``).
 
-Not reproduced: namespaces as objects (any namespace exists), other kinds, the legacy
+Not reproduced: namespaces as owners of objects (any namespace exists, whether or not a
+Namespace object is stored; stored ones are listed and watched), other kinds, the legacy
 ``/api/v1/watch/...`` paths, discovery beyond ``/version``, server-side apply, dry run other
 than on DELETE and eviction (there nothing is written), ``deletecollection``, admission and
 validation beyond what is listed, PDB ``generation`` bumps on spec changes and the disruption
