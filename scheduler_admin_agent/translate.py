@@ -64,12 +64,16 @@ How each field is read, and where it follows YuniKorn's k8shim:
   one job per application: the job id is the application id.
 - **QoS**: ``status.qosClass``.
 - **Budgets**: every PodDisruptionBudget as ``<namespace>/<name>`` with
-  ``status.disruptionsAllowed``; a pod's ``pdb`` is the first budget (by name) of its namespace
-  whose selector matches its labels (an empty selector matches every pod, a missing one none).
+  ``status.disruptionsAllowed``; a pod's ``pdb`` is the budget of its namespace whose selector
+  matches its labels, as the Eviction API finds it (an empty or missing selector matches no pod
+  there). A pod under several budgets cannot be evicted at all (the Eviction API answers 500):
+  its ``pdb`` is a budget ``<namespace>/<name1>+<name2>`` that allows no disruption, so the
+  engine does not choose it while that holds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -508,12 +512,27 @@ def _age_key(pod: Any) -> tuple[str, str]:
     return (when(_created(pod)) or "", pod.metadata.name or "")
 
 
-def _budget_of(pod: Any, budgets_by_namespace: Mapping[str, list[Any]]) -> str:
+def _budgets_of(pod: Any, budgets_by_namespace: Mapping[str, list[Any]]) -> list[str]:
+    """The budgets the Eviction API applies to the pod (``getPodDisruptionBudgets``: same
+    namespace, a selector that matches; an empty or missing selector matches nothing there)."""
     labels = _labels(pod)
+    found = []
     for pdb in budgets_by_namespace.get(pod.metadata.namespace, []):
-        if selector_matches(pdb.spec.selector if pdb.spec else None, labels):
-            return budget_id(pdb)
-    return ""
+        selector = pdb.spec.selector if pdb.spec else None
+        empty = selector is None or not (selector.match_labels or selector.match_expressions)
+        if not empty and selector_matches(selector, labels):
+            found.append(budget_id(pdb))
+    return found
+
+
+def several_budgets_id(namespace: str, names: list[str]) -> str:
+    """The budget the agent pushes for a pod under several: the Eviction API refuses to evict
+    such a pod (a 500), so it is a budget that allows no disruption."""
+    joined = f"{namespace}/" + "+".join(name.split("/", 1)[1] for name in names)
+    if len(joined) <= ID_MAX_LENGTH:
+        return joined
+    digest = hashlib.sha256(joined.encode()).hexdigest()[:16]
+    return f"{namespace}/several-budgets-{digest}"
 
 
 def translate(
@@ -606,9 +625,13 @@ def translate(
                 item["created_at"] = when((status.start_time if status else None) or _created(pod))
                 if status and status.qos_class:
                     item["qos"] = status.qos_class
-                budget = _budget_of(pod, budgets_by_namespace)
-                if budget:
-                    item["pdb"] = budget
+                budgets = _budgets_of(pod, budgets_by_namespace)
+                if len(budgets) == 1:
+                    item["pdb"] = budgets[0]
+                elif budgets:
+                    several = several_budgets_id(pod.metadata.namespace, budgets)
+                    state.budgets[several] = {"name": several, "allowed_disruptions": 0}
+                    item["pdb"] = several
                 state.allocations[task_id] = item
             else:
                 item["created_at"] = when(_created(pod))

@@ -49,7 +49,10 @@ behaviour is subtle):
   cause "The disruption budget X needs N healthy pods and has M currently"; an unready pod
   covered by a budget that is healthy enough is evicted without using the budget; otherwise the
   budget's ``disruptionsAllowed`` is decremented and the pod recorded in ``disruptedPods``
-  (MODIFIED budget). Success is 201 with ``{"kind":"Status","apiVersion":"v1","metadata":{},
+  (MODIFIED budget). The eviction's preconditions (uid, resourceVersion) are checked only then,
+  at the deletion, as the real server does: a stale order has spent a disruption when it gets
+  its 409. A Status with ``retryAfterSeconds`` carries a ``Retry-After`` header. Success is
+  201 with ``{"kind":"Status","apiVersion":"v1","metadata":{},
   "status":"Success","code":201}``. The pod then gets the ``DisruptionTarget`` condition
   (``EvictionByEvictionAPI``, MODIFIED) and is deleted gracefully (``deletionTimestamp``,
   MODIFIED), then removed ``grace_seconds`` later (DELETED) as the kubelet would; an unbound or
@@ -146,6 +149,7 @@ class _Injection:
     remaining: int
     reason: str | None
     message: str
+    details: dict[str, Any] | None = None
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -201,6 +205,12 @@ def _write_json(handler: BaseHTTPRequestHandler, code: int, payload: Any) -> Non
     handler.send_header("Cache-Control", "no-cache, private")
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(data)))
+    # The real server turns a Status's retryAfterSeconds into a Retry-After header.
+    retry_after = ((payload.get("details") or {}) if isinstance(payload, dict) else {}).get(
+        "retryAfterSeconds"
+    )
+    if isinstance(retry_after, int) and retry_after > 0:
+        handler.send_header("Retry-After", str(retry_after))
     handler.end_headers()
     handler.wfile.write(data)
 
@@ -335,9 +345,12 @@ class FakeKubeAPI(ClusterState):
         *,
         reason: str | None = None,
         message: str = "injected failure",
+        retry_after: int | None = None,
     ) -> None:
         """Answer the next ``times`` requests of ``method`` (``"*"``: any) whose path matches
-        ``path_regex`` (``re.search``) with a Status of ``code``, before doing anything else."""
+        ``path_regex`` (``re.search``) with a Status of ``code``, before doing anything else;
+        ``retry_after`` adds ``retryAfterSeconds`` and the ``Retry-After`` header, as the API
+        server's own rate limits (API Priority and Fairness) answer a 429."""
         with self._lock:
             self._injections.append(
                 _Injection(
@@ -347,6 +360,7 @@ class FakeKubeAPI(ClusterState):
                     times,
                     reason or REASONS.get(code),
                     message,
+                    {"retryAfterSeconds": retry_after} if retry_after is not None else None,
                 )
             )
 
@@ -394,7 +408,9 @@ class FakeKubeAPI(ClusterState):
                     injection.remaining -= 1
                     if injection.remaining <= 0:
                         self._injections.remove(injection)
-                    return ApiError(injection.code, injection.reason, injection.message)
+                    return ApiError(
+                        injection.code, injection.reason, injection.message, injection.details
+                    )
         return None
 
     def _serve(self, handler: _Handler, method: str) -> None:

@@ -869,7 +869,9 @@ class ClusterState:
             pod = self._get(PODS, namespace, name)
             if pod is None:
                 raise not_found(PODS, name)
-            self._check_preconditions(PODS, pod, options)
+            # As the real server: the budget is checked and decremented first, and the
+            # preconditions (uid, resourceVersion) only at the deletion that follows, so an
+            # eviction whose precondition fails has still spent a disruption.
             phase = pod.get("status", {}).get("phase")
             already = "deletionTimestamp" in pod["metadata"]
             budget_key: str | None = None
@@ -888,6 +890,7 @@ class ClusterState:
                     )
                 if budgets:
                     budget_key = self._use_budget(budgets[0], pod, dry_run)
+            self._check_preconditions(PODS, pod, options)
             if dry_run:
                 return {
                     "kind": "Status",
