@@ -5,9 +5,11 @@ For each pending order (polled every interval, or received by the signed webhook
 - the pod is found by the uid in the order's task id; a pod the cluster no longer has is
   acknowledged as ``gone``, one already terminating as ``evicted`` when this agent evicted it,
   else ``gone``;
-- a **soft** order (SPEC 4.5 ``soft_eviction``) labels the pod ``scheduler-admin.io/preempted:
-  "true"`` (with the run in an annotation) and leaves the deletion to its owner; the order is
-  reported ``waiting`` and acknowledged once the pod is gone;
+- a **soft** order (SPEC 4.5 ``soft_eviction``) labels the pod
+  ``scheduling.koordinator.sh/soft-eviction: "true"`` (seed 004's label; the run in an
+  annotation) and leaves the deletion to a controller of the cluster's owner (nothing in
+  Kubernetes or YuniKorn acts on the label); the order is reported ``waiting`` and acknowledged
+  once the pod is gone. It needs ``patch`` on pods (the opt-in ``soft-eviction`` overlay);
 - otherwise the pod is read again by name first: the API server spends a budget's disruption
   before it checks an eviction's uid precondition, so an order for a pod recreated under the
   same name (the cache not caught up yet) must not get that far; a pod gone or with another uid
@@ -55,7 +57,9 @@ from scheduler_admin_agent.translate import uid_of
 
 logger = logging.getLogger(__name__)
 
-PREEMPTED_LABEL = "scheduler-admin.io/preempted"
+#: The label seed 004's design has the scheduler patch on a softly evicted pod; nothing in
+#: Kubernetes or YuniKorn acts on it: a controller of the cluster's owner deletes such pods.
+PREEMPTED_LABEL = "scheduling.koordinator.sh/soft-eviction"
 RUN_ANNOTATION = "scheduler-admin.io/preempted-by-run"
 #: Longest wait before trying a refused eviction again.
 MAX_BACKOFF = 60.0
