@@ -76,3 +76,18 @@ def test_a_refused_write_backs_off(kube: FakeKubeAPI) -> None:
     agent.sync(5)
     assert kube.get("configmaps", "yunikorn-configs", "yunikorn")["data"] == {"queues.yaml": QUEUES}
     assert agent.running_revision == 5 and agent.refusals == 0
+
+
+def test_a_config_over_the_configmap_limit_is_refused_and_shown(kube: FakeKubeAPI) -> None:
+    """The API server refuses a ConfigMap over 1 MiB (422): the agent shows why and backs off."""
+
+    class Huge(Product):
+        def publishable_config(self) -> tuple[str, int]:
+            self.asked += 1
+            return QUEUES + "#" * (1024 * 1024), 6
+
+    agent = publisher(kube, Huge())
+    with pytest.raises(PublishError, match="Too long: must have at most 1048576 bytes"):
+        agent.sync(6)
+    assert agent.refusals == 1 and agent.running_revision is None
+    assert kube.get("configmaps", "yunikorn-configs", "yunikorn")["data"] == {"queues.yaml": "old"}

@@ -76,6 +76,10 @@ behaviour is subtle):
   (401 ``Unauthorized`` otherwise; the scheme is matched case-insensitively, as the in-cluster
   config sends ``bearer``).
 
+RBAC: set ``authorizer`` (``strict_rbac.Authorizer``, from the agent's manifests) and every
+request the agent's service account is not granted answers 403 with the real message. A
+ConfigMap update over 1 MiB (data and binaryData) is 422 "Too long".
+
 Not reproduced: namespaces as owners of objects (any namespace exists, whether or not a
 Namespace object is stored; stored ones are listed and watched), other kinds, the legacy
 ``/api/v1/watch/...`` paths, discovery beyond ``/version``, server-side apply, dry run other
@@ -248,6 +252,9 @@ class FakeKubeAPI(ClusterState):
         self._connections: set[socket.socket] = set()
         self._log: list[RecordedRequest] = []
         self._injections: list[_Injection] = []
+        #: An object with ``check(method, path, query)`` that raises a 403 ApiError for a
+        #: request the caller is not granted; None: everything is allowed.
+        self.authorizer: Any = None
 
     # --- lifecycle
 
@@ -427,6 +434,8 @@ class FakeKubeAPI(ClusterState):
                 handler.headers.get("Authorization")
             ):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            if self.authorizer is not None:  # RBAC (tests/support/kube/strict_rbac.py)
+                self.authorizer.check(method, path, query)
             injected = self._take_injection(method, path)
             if injected is not None:
                 raise injected
