@@ -405,6 +405,14 @@ class Rule:
         return self._existing_or_created(tree, name)
 
 
+def _value(conf: Mapping[str, Any], missing: str) -> str:
+    """A rule's ``value``, lower-cased (``normalise``); ``missing`` when it has none."""
+    value = str(conf.get("value") or "").lower()
+    if not value:
+        raise PlacementConfigError(missing)
+    return value
+
+
 class ProvidedRule(Rule):
     """The queue the pod names (label, annotation)."""
 
@@ -422,9 +430,7 @@ class TagRule(Rule):
     name = TAG
 
     def __init__(self, conf: Mapping[str, Any]) -> None:
-        self.tag_name = str(conf.get("value") or "").lower()
-        if not self.tag_name:
-            raise PlacementConfigError("a tag queue rule must have a tag name set")
+        self.tag_name = _value(conf, "a tag queue rule must have a tag name set")
         super().__init__(conf)
 
     def parameters(self) -> dict[str, str]:
@@ -457,9 +463,7 @@ class FixedRule(Rule):
     name = FIXED
 
     def __init__(self, conf: Mapping[str, Any]) -> None:
-        self.queue = str(conf.get("value") or "").lower()
-        if not self.queue:
-            raise PlacementConfigError("a fixed queue rule must have a queue name set")
+        self.queue = _value(conf, "a fixed queue rule must have a queue name set")
         for part in self.queue.split(DOT):
             if not valid_queue_name(part):
                 raise PlacementConfigError(f"invalid queue name {part!r} in fixed rule")

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from preemption import resources
+from preemption import placement, resources
 from preemption.config import ROOT, PartitionConfig, QueueConfig
 
 if TYPE_CHECKING:  # imported lazily at run time: hierarchy is meant to import this module
@@ -45,15 +45,15 @@ __all__ = ["share_rule_check", "yunikorn_rule_errors", "yunikorn_rule_warnings"]
 # --------------------------------------------------------------------------------------------
 
 #: A queue name, also each dot-separated part of a ``fixed`` rule's value.
-QUEUE_NAME = re.compile(r"[a-zA-Z0-9_:#/@-]{1,64}")
+QUEUE_NAME = placement.QUEUE_NAME
 #: A user name in a limit or a placement filter (Kubernetes service accounts included).
-USER_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9:#/_.@-]*\$?")
+USER_NAME = placement.FILTER_USER
 #: A group name in a limit or a placement filter.
-GROUP_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9:_.-]*")
+GROUP_NAME = placement.FILTER_GROUP
 #: A user name YuniKorn's ACLs keep; ACLs silently drop any other (no ``:`` ``#`` ``/``).
-ACL_USER_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9_.@-]*\$?")
+ACL_USER_NAME = placement.ACL_USER
 #: A group name YuniKorn's ACLs keep (no ``.`` or ``:``).
-ACL_GROUP_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9_-]*")
+ACL_GROUP_NAME = placement.ACL_GROUP
 #: What the name patterns allow after the first character, for messages.
 _USER_CHARACTERS = "letters, digits, _ : # / . @ - and a final $"
 _GROUP_CHARACTERS = "letters, digits, _ : . -"
@@ -62,9 +62,9 @@ _ACL_GROUP_CHARACTERS = "letters, digits, _ -"
 #: A placement rule name: an identifier.
 RULE_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9_]*")
 #: A single filter entry holding one of these is read as a regular expression, not a name.
-REGEXP_CHARACTERS = re.compile(r"[\^$*+?()\[{}|]")
+REGEXP_CHARACTERS = placement.FILTER_SPECIAL
 
-WILDCARD = "*"
+WILDCARD = placement.WILDCARD
 #: Placement rules a config may name (compared lower-cased, as YuniKorn does). ``recovery`` is
 #: YuniKorn's internal rule and ``test`` its testing rule: neither belongs in a config.
 RULE_NAMES = ("provided", "user", "fixed", "tag")
