@@ -31,7 +31,6 @@ from scheduler_admin_agent.options import Options
 from scheduler_admin_agent.product import ProductClient
 from scheduler_admin_agent.publish import ConfigPublisher
 from scheduler_admin_agent.sync import StateSync
-from scheduler_admin_agent.translate import QueueRule
 from scheduler_admin_agent.webhook import WebhookServer
 
 logger = logging.getLogger(__name__)
@@ -59,7 +58,7 @@ class Agent:
             self.product,
             self.cache,
             scheduler_name=options.scheduler_name,
-            rule=QueueRule(options.default_queue, options.namespace_queues),
+            unique_app_ids=options.unique_app_ids,
         )
         self.evictor = Evictor(self.api, self.cache, self.product)
         self.publisher = ConfigPublisher(

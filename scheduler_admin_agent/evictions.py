@@ -5,15 +5,33 @@ For each pending order (polled every interval, or received by the signed webhook
 - the pod is found by the uid in the order's task id; a pod the cluster no longer has is
   acknowledged as ``gone``, one already terminating as ``evicted`` when this agent evicted it,
   else ``gone``;
-- a **soft** order (SPEC 4.5 ``soft_eviction``) labels the pod ``scheduler-admin.io/preempted:
-  "true"`` (with the run in an annotation) and leaves the deletion to its owner; the order is
-  reported ``waiting`` and acknowledged once the pod is gone;
-- otherwise a ``policy/v1`` Eviction is created for the pod, with the pod's uid as a
-  precondition (a pod recreated under the same name is never evicted by an old order). The API
-  server answers 201 (evicted: acknowledge), 404 (gone: acknowledge as gone), 429 (a
-  PodDisruptionBudget forbids it now: report ``blocked`` with the server's message, try again
-  with backoff) or something else (report ``failed``, try again with backoff). Nothing is ever
-  dropped: an order stays pending in the product until it is acknowledged.
+- a **soft** order (SPEC 4.5 ``soft_eviction``) labels the pod
+  ``scheduling.koordinator.sh/soft-eviction: "true"`` (seed 004's label; the run in an
+  annotation) and leaves the deletion to a controller of the cluster's owner (nothing in
+  Kubernetes or YuniKorn acts on the label); the order is reported ``waiting`` and acknowledged
+  once the pod is gone. It needs ``patch`` on pods (the opt-in ``soft-eviction`` overlay);
+- otherwise the pod is read again by name first: the API server spends a budget's disruption
+  before it checks an eviction's uid precondition, so an order for a pod recreated under the
+  same name (the cache not caught up yet) must not get that far; a pod gone or with another uid
+  is acknowledged as ``gone``. Then a ``policy/v1`` Eviction is created for the pod, with the
+  pod's uid as a precondition. The API server answers (``pkg/registry/core/pod/storage/
+  eviction.go``):
+
+  - 201: evicted, acknowledge; 404: gone, acknowledge;
+  - 409: only a failed uid precondition means the pod is gone (another pod has the name); the
+    other conflicts (a budget updated by others too often, a Pending pod's resourceVersion
+    precondition) leave the pod running: the pod is read again by name, and the order is
+    acknowledged as ``gone`` only if it is gone, else reported ``failed`` and tried again;
+  - 429 with a ``DisruptionBudget`` cause: a budget forbids it now (report ``blocked`` with the
+    server's message, try again with backoff, at least its ``Retry-After``); a 429 without one
+    is the API server's own rate limit: reported ``failed`` as such, tried again after its
+    ``Retry-After``;
+  - 500 "more than one PodDisruptionBudget": the Eviction API cannot evict the pod while that
+    holds; reported ``blocked`` with that reason and tried again rarely (the agent also pushes
+    such a pod with a budget that allows no disruption, so the engine does not choose it again);
+  - anything else: report ``failed``, try again with backoff.
+
+  Nothing is ever dropped: an order stays pending in the product until it is acknowledged.
 
 Acknowledgements and reports go to the product in bulk, one request each per turn. If the agent
 dies between an eviction and its acknowledgement, the order is still pending when it comes back;
@@ -39,10 +57,16 @@ from scheduler_admin_agent.translate import uid_of
 
 logger = logging.getLogger(__name__)
 
-PREEMPTED_LABEL = "scheduler-admin.io/preempted"
+#: The label seed 004's design has the scheduler patch on a softly evicted pod; nothing in
+#: Kubernetes or YuniKorn acts on it: a controller of the cluster's owner deletes such pods.
+PREEMPTED_LABEL = "scheduling.koordinator.sh/soft-eviction"
 RUN_ANNOTATION = "scheduler-admin.io/preempted-by-run"
 #: Longest wait before trying a refused eviction again.
 MAX_BACKOFF = 60.0
+#: The Eviction API's answer for a pod under several budgets (a 500).
+SEVERAL_BUDGETS = "more than one PodDisruptionBudget"
+#: How a failed uid precondition reads (``Precondition failed: UID in precondition: ...``).
+UID_PRECONDITION = "UID in precondition"
 #: Longest reason kept on an order.
 REASON_MAX = 1000
 #: Eviction requests in flight at once: one at a time, 5,000 victims would take minutes (each
@@ -130,8 +154,24 @@ class Evictor:
             return self._label(order_id, pod, order.get("run"))
         return self._evict(order_id, pod)
 
+    def _still_there(self, pod: Any) -> bool | None:
+        """Read the pod by name: True when the same pod (uid) is there, False when it is gone
+        or replaced, None when the API server could not say."""
+        meta = pod.metadata
+        try:
+            current = self.core.read_namespaced_pod(
+                meta.name, meta.namespace, _request_timeout=(5, 30)
+            )
+        except ApiException as error:
+            return False if error.status == 404 else None
+        except Exception:
+            return None
+        return current.metadata.uid == meta.uid
+
     def _evict(self, order_id: int, pod: Any) -> Result:
         meta = pod.metadata
+        if self._still_there(pod) is False:
+            return Result(order_id, outcome="gone")
         body = client.V1Eviction(
             api_version="policy/v1",
             kind="Eviction",
@@ -145,12 +185,7 @@ class Evictor:
                 meta.name, meta.namespace, body, _request_timeout=(5, 30)
             )
         except ApiException as error:
-            if error.status == 404:
-                return Result(order_id, outcome="gone")
-            if error.status == 409:  # the uid precondition failed: another pod has the name
-                return Result(order_id, outcome="gone")
-            status = "blocked" if error.status == 429 else "failed"
-            return self._retry(order_id, status, _status_message(error), error.status)
+            return self._refused(order_id, pod, error)
         except Exception as error:  # the cluster could not be reached: retry
             return self._retry(order_id, "failed", f"{type(error).__name__}: {error}", None)
         with self._lock:
@@ -158,6 +193,40 @@ class Evictor:
             self.evictions += 1
         logger.info("evicted %s/%s (order %s)", meta.namespace, meta.name, order_id)
         return Result(order_id, outcome="evicted")
+
+    def _refused(self, order_id: int, pod: Any, error: ApiException) -> Result:
+        """What an Eviction API error means (see the module docstring)."""
+        message = _status_message(error)
+        status = _status(error)
+        if error.status == 404:
+            return Result(order_id, outcome="gone")
+        if error.status == 409:
+            if UID_PRECONDITION in message or self._still_there(pod) is False:
+                return Result(order_id, outcome="gone")
+            return self._retry(order_id, "failed", f"{message} (the pod is still there)", 409)
+        if error.status == 429:
+            wait = _retry_after(error, status)
+            causes = ((status.get("details") or {}).get("causes") or []) if status else []
+            if any(cause.get("reason") == "DisruptionBudget" for cause in causes):
+                return self._retry(order_id, "blocked", message, 429, at_least=wait)
+            return self._retry(
+                order_id,
+                "failed",
+                f"{message} (the API server's rate limit, not a disruption budget; "
+                f"retrying after {wait:g} s)",
+                429,
+                exactly=wait or 1.0,
+            )
+        if error.status == 500 and SEVERAL_BUDGETS in message:
+            return self._retry(
+                order_id,
+                "blocked",
+                f"{message} The pod is under several disruption budgets: the Eviction API "
+                "refuses it until all but one are gone.",
+                500,
+                exactly=MAX_BACKOFF,
+            )
+        return self._retry(order_id, "failed", message, error.status)
 
     def _label(self, order_id: int, pod: Any, run: Any) -> Result:
         meta = pod.metadata
@@ -186,21 +255,51 @@ class Evictor:
             reason=f"labelled {PREEMPTED_LABEL}=true; waiting for its owner to delete it",
         )
 
-    def _retry(self, order_id: int, status: str, reason: str, code: int | None) -> Result:
+    def _retry(
+        self,
+        order_id: int,
+        status: str,
+        reason: str,
+        code: int | None,
+        *,
+        at_least: float = 0.0,
+        exactly: float | None = None,
+    ) -> Result:
+        """Report the order and wait before trying it again: doubling up to ``MAX_BACKOFF``
+        (never less than ``at_least``), or ``exactly`` that long (a ``Retry-After``)."""
         with self._lock:
             _, attempts = self._backoff.get(order_id, (0.0, 0))
             attempts += 1
-            self._backoff[order_id] = (time.monotonic() + min(MAX_BACKOFF, 2.0**attempts), attempts)
+            wait = (
+                exactly if exactly is not None else max(min(MAX_BACKOFF, 2.0**attempts), at_least)
+            )
+            self._backoff[order_id] = (time.monotonic() + wait, attempts)
         logger.info("order %s %s: %s", order_id, status, reason)
         return Result(order_id, status=status, reason=reason, code=code)
 
 
-def _status_message(error: ApiException) -> str:
-    """The message of the ``Status`` the API server answered, else its reason phrase."""
+def _status(error: ApiException) -> dict[str, Any] | None:
+    """The ``Status`` object the API server answered, if it answered one."""
     try:
         status = json.loads(error.body or "")
     except (TypeError, ValueError):
-        status = None
-    if isinstance(status, dict) and status.get("message"):
+        return None
+    return status if isinstance(status, dict) else None
+
+
+def _status_message(error: ApiException) -> str:
+    """The message of the ``Status`` the API server answered, else its reason phrase."""
+    status = _status(error)
+    if status and status.get("message"):
         return f"{error.status}: {status['message']}"
     return f"{error.status}: {error.reason}"
+
+
+def _retry_after(error: ApiException, status: dict[str, Any] | None) -> float:
+    """Seconds the server asked to wait: its ``Retry-After`` header, else the Status's
+    ``retryAfterSeconds``; 0 when it named none."""
+    header = (error.headers or {}).get("Retry-After") if error.headers else None
+    if header and str(header).strip().isdigit():
+        return float(str(header).strip())
+    seconds = ((status or {}).get("details") or {}).get("retryAfterSeconds")
+    return float(seconds) if isinstance(seconds, int) and seconds > 0 else 0.0

@@ -1,5 +1,7 @@
-"""What the agent reads from Kubernetes: a cache of nodes, pods and disruption budgets kept up
-to date by list-then-watch (the informer pattern of client-go, written small).
+"""What the agent reads from Kubernetes: a cache of nodes, pods, disruption budgets, namespaces
+(their annotations feed YuniKorn's placement) and PriorityClasses (their ``allow-preemption``
+annotation) kept up to date by list-then-watch (the informer pattern of client-go, written
+small).
 
 Each kind has a ``Reflector`` thread:
 
@@ -30,7 +32,8 @@ from kubernetes.client.exceptions import ApiException
 logger = logging.getLogger(__name__)
 
 NODES, PODS, BUDGETS = "nodes", "pods", "budgets"
-KINDS = (NODES, PODS, BUDGETS)
+NAMESPACES, PRIORITY_CLASSES = "namespaces", "priorityclasses"
+KINDS = (NODES, PODS, BUDGETS, NAMESPACES, PRIORITY_CLASSES)
 #: Objects per list page.
 PAGE_SIZE = 500
 #: Seconds the API server keeps one watch open (it ends it cleanly after that).
@@ -228,5 +231,7 @@ def reflectors(
         NODES: core.list_node,
         PODS: core.list_pod_for_all_namespaces,
         BUDGETS: policy.list_pod_disruption_budget_for_all_namespaces,
+        NAMESPACES: core.list_namespace,
+        PRIORITY_CLASSES: client.SchedulingV1Api(api).list_priority_class,
     }
     return [Reflector(kind, call, cache, stop, on_error) for kind, call in calls.items()]

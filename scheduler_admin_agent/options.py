@@ -24,8 +24,7 @@ class Options:
     partition: str
     interval: float = 2.0
     scheduler_name: str = "yunikorn"
-    default_queue: str = "root.default"
-    namespace_queues: bool = False
+    unique_app_ids: bool = False
     kubeconfig: str | None = None
     context: str | None = None
     cluster_name: str | None = None
@@ -70,11 +69,10 @@ def parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     p.add_argument("--interval", type=float, default=float(env("INTERVAL", "2") or 2),
                    help="seconds between pushes of cluster state (default 2)")  # fmt: skip
     p.add_argument("--scheduler-name", default=env("SCHEDULER_NAME", "yunikorn"))
-    p.add_argument("--default-queue", default=env("DEFAULT_QUEUE", "root.default"),
-                   help="queue of a pod that names none (default root.default)")  # fmt: skip
-    p.add_argument("--namespace-queues", action="store_true",
-                   default=_env_flag(environ, "AGENT_NAMESPACE_QUEUES"),
-                   help="a pod that names no queue goes to root.<namespace>")  # fmt: skip
+    p.add_argument("--unique-app-ids", action="store_true",
+                   default=_env_flag(environ, "AGENT_UNIQUE_APP_IDS"),
+                   help="YuniKorn generates one application per pod that names none "
+                   "(k8shim's service.generateUniqueAppId)")  # fmt: skip
     p.add_argument("--kubeconfig", default=env("KUBECONFIG") or environ.get("KUBECONFIG") or None)
     p.add_argument("--context", default=env("CONTEXT"))
     p.add_argument("--cluster-name", default=env("CLUSTER_NAME"))
@@ -138,8 +136,6 @@ def parse_options(
         token = environ["AGENT_TOKEN"].strip()
     else:
         p.error("missing --token-file (or AGENT_TOKEN_FILE / AGENT_TOKEN)")
-    if not args.default_queue.strip():
-        p.error("--default-queue: empty")
     webhook_secret = None
     if args.webhook_listen:
         _, _, port = args.webhook_listen.rpartition(":")
@@ -161,8 +157,7 @@ def parse_options(
         partition=args.partition,
         interval=args.interval,
         scheduler_name=args.scheduler_name,
-        default_queue=args.default_queue,
-        namespace_queues=args.namespace_queues,
+        unique_app_ids=args.unique_app_ids,
         kubeconfig=args.kubeconfig,
         context=args.context,
         cluster_name=args.cluster_name,

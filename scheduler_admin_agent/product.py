@@ -75,12 +75,18 @@ class ProductClient:
     def push_state(self, body: dict[str, Any]) -> dict[str, Any]:
         return self._json("POST", self._url("cluster-state"), body)
 
-    def leaf_queues(self) -> set[str]:
-        """The partition's leaf queue paths, lower-cased (YuniKorn compares them so)."""
+    def placement_config(self) -> dict[str, Any]:
+        """What placement needs of the partition's config: the partition's kept YuniKorn keys
+        (``placementrules``) and every queue's path, parent and kept keys (ACLs, templates)."""
         config = self._json("GET", self._url("config"))
-        queues = config["queues"]
-        parents = {queue["parent"] for queue in queues if queue.get("parent")}
-        return {queue["path"].lower() for queue in queues if queue["path"] not in parents}
+        return {
+            "partition": {"extra": dict((config.get("partition") or {}).get("extra") or {})},
+            "queues": [
+                {"path": queue["path"], "parent": queue.get("parent"),
+                 "extra": dict(queue.get("extra") or {})}
+                for queue in config["queues"]
+            ],
+        }  # fmt: skip
 
     # --- evictions --------------------------------------------------------------------------
 

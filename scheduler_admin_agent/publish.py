@@ -7,6 +7,12 @@ does not run yet, the agent fetches ``config.yaml?publish=true`` (the export wit
 quota preemption left off: the product enforces quota decreases) and writes it into the
 ConfigMap's key (``queues.yaml``), keeping the other keys as they are.
 
+YuniKorn reads a gzip-compressed ``queues.yaml.gz`` in the ConfigMap's ``binaryData`` in
+preference to ``data``: while one is there, a revision written into ``data`` would not take
+effect, so the agent reports the cluster's revision as unknown and refuses to publish, saying
+why. A write the API server refuses (an admission webhook, the 1 MiB object limit, RBAC) is
+reported and not tried again before a backoff (doubling up to five minutes).
+
 The write is optimistic: read the ConfigMap, change the key, replace it with the
 ``resourceVersion`` read. If someone else changed it in between the API server answers 409
 Conflict and the agent reads it again and retries. The revision written is kept in the
@@ -16,7 +22,9 @@ restarted one, also in read-only mode) tells the product which revision the clus
 
 from __future__ import annotations
 
+import json
 import logging
+import time
 from typing import Any
 
 from kubernetes import client
@@ -29,6 +37,8 @@ logger = logging.getLogger(__name__)
 REVISION_ANNOTATION = "scheduler-admin.io/revision"
 #: Attempts of one publication when others keep changing the ConfigMap.
 CONFLICT_RETRIES = 5
+#: Longest wait after a refused write before writing again.
+MAX_WRITE_BACKOFF = 300.0
 
 
 class PublishError(Exception):
@@ -53,6 +63,12 @@ class ConfigPublisher:
         #: The revision the ConfigMap holds (None: unknown, or never published).
         self.running_revision: int | None = None
         self.conflicts = 0
+        #: Set when the ConfigMap's binaryData holds ``<key>.gz``, which YuniKorn reads instead.
+        self.shadowed = False
+        #: Refused writes in a row, and the monotonic time before which none is tried again.
+        self.refusals = 0
+        self.not_before = 0.0
+        self.last_refusal = ""
 
     def sync(self, newest_revision: int | None) -> None:
         """Read which revision the cluster runs; publish ``newest_revision`` if enabled and the
@@ -60,10 +76,29 @@ class ConfigPublisher:
         self.running_revision = self._read_running()
         if not self.enabled or newest_revision is None:
             return
+        if self.shadowed:
+            raise PublishError(
+                f"ConfigMap {self.namespace}/{self.name} holds {self.key}.gz in binaryData, which "
+                f"YuniKorn reads instead of data.{self.key}: a published revision would not take "
+                "effect. Remove that key to publish."
+            )
         if self.running_revision == newest_revision:
             return
+        if time.monotonic() < self.not_before:
+            raise PublishError(self.last_refusal)  # still shown, not tried again yet
         text, revision = self.product.publishable_config()
-        self.publish(text, revision)
+        try:
+            self.publish(text, revision)
+        except ApiException as error:
+            self.refusals += 1
+            wait = min(MAX_WRITE_BACKOFF, 2.0**self.refusals)
+            self.not_before = time.monotonic() + wait
+            self.last_refusal = (
+                f"writing ConfigMap {self.namespace}/{self.name} was refused ({error.status}: "
+                f"{_message(error)}); trying again in {wait:g} s"
+            )
+            raise PublishError(self.last_refusal) from error
+        self.refusals = 0
 
     def _read_running(self) -> int | None:
         try:
@@ -74,7 +109,8 @@ class ConfigPublisher:
             if error.status in (403, 404):
                 return None
             raise
-        return _revision_of(configmap)
+        self.shadowed = f"{self.key}.gz" in (configmap.binary_data or {})
+        return None if self.shadowed else _revision_of(configmap)
 
     def publish(self, text: str, revision: int | None) -> None:
         for _ in range(CONFLICT_RETRIES):
@@ -131,3 +167,14 @@ class ConfigPublisher:
 def _revision_of(configmap: Any) -> int | None:
     value = (configmap.metadata.annotations or {}).get(REVISION_ANNOTATION, "")
     return int(value) if value.isdigit() else None
+
+
+def _message(error: ApiException) -> str:
+    """The message of the API server's Status, else its reason phrase."""
+    try:
+        status = json.loads(error.body or "")
+    except (TypeError, ValueError):
+        status = None
+    if isinstance(status, dict) and status.get("message"):
+        return str(status["message"])
+    return str(error.reason)

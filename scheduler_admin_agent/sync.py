@@ -16,9 +16,16 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from scheduler_admin_agent.kube import BUDGETS, NODES, PODS, ClusterCache
+from scheduler_admin_agent.kube import (
+    BUDGETS,
+    NAMESPACES,
+    NODES,
+    PODS,
+    PRIORITY_CLASSES,
+    ClusterCache,
+)
 from scheduler_admin_agent.product import ProductClient, ProductError
-from scheduler_admin_agent.translate import ClusterState, QueueRule, translate
+from scheduler_admin_agent.translate import ClusterState, Reading, translate
 
 logger = logging.getLogger(__name__)
 
@@ -30,16 +37,23 @@ class StateSync:
     """Turns the cache into pushes (see the module docstring)."""
 
     def __init__(
-        self, product: ProductClient, cache: ClusterCache, *, scheduler_name: str, rule: QueueRule
+        self,
+        product: ProductClient,
+        cache: ClusterCache,
+        *,
+        scheduler_name: str,
+        unique_app_ids: bool = False,
     ) -> None:
         self.product = product
         self.cache = cache
         self.scheduler_name = scheduler_name
-        self.rule = rule
+        self.unique_app_ids = unique_app_ids
         #: What the product holds from us, by kind and id; None: unknown (replace next time).
         self.pushed: dict[str, dict[str, dict[str, Any]]] | None = None
-        #: The partition's leaf queues, lower-cased; None until read from the product.
-        self.leaves: set[str] | None = None
+        #: The partition's config (queues, placement rules); None until read from the product.
+        self.config: dict[str, Any] | None = None
+        #: Queues YuniKorn would create for the applications seen at the last push.
+        self.dynamic_queues: dict[str, dict[str, Any]] = {}
         self.last_push_at: datetime | None = None
         self.lag_seconds: float | None = None
         self.counts: dict[str, int] = {}
@@ -49,9 +63,10 @@ class StateSync:
         self.stale = True
 
     def refresh_queues(self) -> None:
-        leaves = self.product.leaf_queues()
-        if leaves != self.leaves:
-            self.leaves = leaves
+        """Read the partition's queues and placement rules again (they decide every queue)."""
+        config = self.product.placement_config()
+        if config != self.config:
+            self.config = config
             self.stale = True
 
     @property
@@ -62,18 +77,28 @@ class StateSync:
 
     def push(self) -> dict[str, Any] | None:
         """Push what changed; returns the product's answer, or None when nothing had to go."""
-        if self.leaves is None:
+        if self.config is None:
             self.refresh_queues()
+        assert self.config is not None
         objects, since = self.cache.snapshot()
         self.stale = False
+        annotations = {
+            kind: {obj.metadata.name: dict(obj.metadata.annotations or {}) for obj in objects[kind]}
+            for kind in (NAMESPACES, PRIORITY_CLASSES)
+        }
         state = translate(
             objects[NODES],
             objects[PODS],
             objects[BUDGETS],
             scheduler_name=self.scheduler_name,
-            rule=self.rule,
-            leaves=self.leaves,
+            reading=Reading(
+                self.config,
+                annotations[NAMESPACES],
+                self.unique_app_ids,
+                annotations[PRIORITY_CLASSES],
+            ),
         )
+        self.dynamic_queues = state.dynamic_queues
         self._log_skipped(state)
         body = self._body(state)
         if body is None:
@@ -89,7 +114,7 @@ class StateSync:
             if since is not None:
                 self.cache.dirty_since = min(since, self.cache.dirty_since or since)
             if error.status == 400:
-                self.leaves = None
+                self.config = None
             raise
         self._done(state, since)
         self.pushed = {kind: dict(getattr(state, kind)) for kind in BODY_KINDS}

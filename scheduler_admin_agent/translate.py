@@ -9,32 +9,50 @@ How each field is read, and where it follows YuniKorn's k8shim:
   other schedulers bound to it request (YuniKorn counts those as "occupied"); ``schedulable`` is
   not cordoned and ``Ready``.
 - **Which pods**: ``spec.schedulerName`` is ours (``yunikorn`` by default); finished pods
-  (``Succeeded``/``Failed``) and terminating ones (``deletionTimestamp`` set) are gone already.
-  A pod bound to a node is an allocation, an unbound one an ask.
+  (``Succeeded``/``Failed``) are gone. A terminating pod (``deletionTimestamp`` set) still
+  holds its node until it is gone, as YuniKorn and the scheduler count it: it stays an
+  allocation that is never a victim again (``allow_preemption`` false); an unbound one is gone.
+  An unbound pod behind ``schedulingGates`` is no demand (k8shim creates no task for it): left
+  out with the reason. A pod bound to a node is an allocation, an unbound one an ask.
 - **Ids**: ``<namespace>/<name>@<uid>``: readable in the console, and unique even when a pod is
   recreated under the same name (a StatefulSet's ``web-0``); the name part is shortened when
   the whole would pass 253 characters. The agent finds the pod again by its uid.
-- **Queue**: label ``yunikorn.apache.org/queue``, annotation ``yunikorn.apache.org/queue``,
-  label ``queue`` (k8shim's order); otherwise the default queue (``--default-queue``) or, with
-  ``--namespace-queues``, ``root.<namespace>``. Names follow YuniKorn: lower-cased, and a path
-  that does not start with ``root.`` is put under it. An application's queue is the queue of
-  its first pod (YuniKorn places the application once, when its first pod arrives).
+- **Queue**: where YuniKorn's placement rules put the pod's application
+  (``preemption.placement``, driven by the partition's stored ``placementrules`` and queue
+  tree), evaluated once per application from its oldest pod (k8shim registers pods in creation
+  order, and YuniKorn places an application when it first sees it). The rules read the queue
+  the pod names — label ``yunikorn.apache.org/queue``, annotation ``yunikorn.apache.org/queue``,
+  label ``queue`` (k8shim's order), as written —, the user and groups, and the tags k8shim
+  attaches: ``namespace`` and ``namespace.parentqueue`` (the namespace's
+  ``yunikorn.apache.org/parentqueue`` annotation). Applications are placed as YuniKorn placed
+  them when their first pod was pending; one that no rule places now but that has a running
+  pod is where YuniKorn keeps such pods, ``root.@recovery@``.
+  A pod whose application is rejected, or placed in a queue YuniKorn would create (a dynamic
+  queue, the recovery queue included), is left out with the reason: the product holds only
+  configured queues.
 - **Application**: label ``yunikorn.apache.org/app-id``, annotation ``yunikorn.apache.org/app-id``,
-  label ``applicationId``, label ``spark-app-selector``; otherwise k8shim's generated id
-  ``yunikorn-<namespace>-autogen`` (one application per namespace, its default).
-- **User**: ``user`` of the JSON annotation ``yunikorn.apache.org/user.info`` that YuniKorn's
-  admission controller writes; empty without it.
-- **Resources**: the Kubernetes effective request: the sum of the containers (restartable init
+  label ``applicationId``, label ``spark-app-selector`` (an id ending in ``-uniqueautogen`` gets
+  the pod's uid instead of that suffix); otherwise k8shim's generated id
+  ``yunikorn-<namespace>-autogen``, or with ``--unique-app-ids`` (k8shim's
+  ``service.generateUniqueAppId``) ``<namespace, 26 characters at most>-<pod uid>``; a generated
+  id is cut to 63 characters.
+- **User**: ``user`` and ``groups`` of the JSON annotation ``yunikorn.apache.org/user.info``
+  that YuniKorn's admission controller writes; ``nobody`` without it (or with an empty user).
+- **Resources**: k8shim's ``GetPodResource``: the sum of the containers (restartable init
   containers, i.e. sidecars, included), at least each init container's request (plus the
-  sidecars started before it), plus the pod overhead; a container's limit stands in for a
-  request it does not state (as the API server's defaulting does); plus ``pods: 1``, as
-  YuniKorn counts every pod against the node's pod capacity.
+  sidecars started before it), each container as the larger of its spec, its allocated and its
+  actual resources (an in-place resize; only the actual ones when the resize is infeasible);
+  pod-level requests (``spec.resources``, cpu, memory, hugepages) replace that sum for the types
+  they set; plus the pod overhead; a container's limit stands in for a request it does not
+  state (as the API server's defaulting does); plus ``pods: 1``, as YuniKorn counts every pod
+  against the node's pod capacity.
 - **Priority, preemption policy**: ``spec.priority`` (0 when unset) and
   ``spec.preemptionPolicy``.
 - **created_at**: an allocation's ``status.startTime`` (its creation when not started yet), an
   ask's creation time.
-- **allow_preemption**: false only with the annotation ``yunikorn.apache.org/allow-preemption:
-  "false"``.
+- **allow_preemption**: the pod's annotation ``yunikorn.apache.org/allow-preemption`` when it
+  is exactly ``true`` or ``false``; otherwise false only when the pod's PriorityClass carries
+  that annotation with exactly ``false`` (k8shim's reading); always false for a terminating pod.
 - **Originator**: the pod the application started from, which quota preemption takes last:
   a Spark driver (label ``spark-role: driver``); else a pod of the application that owns
   other pods of it (Spark executors are owned by their driver pod); else the application's
@@ -46,19 +64,24 @@ How each field is read, and where it follows YuniKorn's k8shim:
   one job per application: the job id is the application id.
 - **QoS**: ``status.qosClass``.
 - **Budgets**: every PodDisruptionBudget as ``<namespace>/<name>`` with
-  ``status.disruptionsAllowed``; a pod's ``pdb`` is the first budget (by name) of its namespace
-  whose selector matches its labels (an empty selector matches every pod, a missing one none).
+  ``status.disruptionsAllowed``; a pod's ``pdb`` is the budget of its namespace whose selector
+  matches its labels, as the Eviction API finds it (an empty or missing selector matches no pod
+  there). A pod under several budgets cannot be evicted at all (the Eviction API answers 500):
+  its ``pdb`` is a budget ``<namespace>/<name1>+<name2>`` that allows no disruption, so the
+  engine does not choose it while that holds.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from fractions import Fraction
 from typing import Any
 
+from preemption.placement import Application, Placer, UserGroup
 from scheduler_admin_agent.quantities import QuantityError, parse_quantity, product_resources
 
 #: Longest id the product stores (``scheduler_admin.limits.CLUSTER_ID_MAX_LENGTH``).
@@ -76,20 +99,26 @@ SPARK_ROLE_LABEL = "spark-role"
 USER_INFO_ANNOTATION = "yunikorn.apache.org/user.info"
 ALLOW_PREEMPTION_ANNOTATION = "yunikorn.apache.org/allow-preemption"
 TASK_GROUP_ANNOTATION = "yunikorn.apache.org/task-group-name"
+PARENT_QUEUE_ANNOTATION = "yunikorn.apache.org/parentqueue"
+DEFAULT_USER = "nobody"
+UNIQUE_AUTOGEN_SUFFIX = "-uniqueautogen"
+#: k8shim cuts a generated application id to this many characters.
+GENERATED_APP_ID_MAX = 63
 
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 @dataclass(frozen=True)
-class QueueRule:
-    """Where a pod that names no queue goes (YuniKorn's placement, simplified to its default:
-    the ``provided`` rule with a fallback)."""
+class Reading:
+    """What the agent knows besides the pods that decides how they read: the partition's
+    placement (rules and queue tree, from the product's config), the namespaces' annotations
+    (the ``tag`` rule's ``namespace.parentqueue``), and k8shim's unique-id mode."""
 
-    default_queue: str = "root.default"
-    namespace_queues: bool = False
-
-    def fallback(self, namespace: str) -> str:
-        return f"root.{namespace}" if self.namespace_queues else self.default_queue
+    config: Mapping[str, Any]
+    namespaces: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    unique_app_ids: bool = False
+    #: PriorityClass name -> its annotations (the ``allow-preemption`` fallback).
+    priority_classes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -100,8 +129,11 @@ class ClusterState:
     allocations: dict[str, dict[str, Any]] = field(default_factory=dict)
     asks: dict[str, dict[str, Any]] = field(default_factory=dict)
     budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: pod id -> why it is not in the body (unknown queue, unknown node, bad quantity).
+    #: pod id -> why it is not in the body (not placed, unknown node, bad quantity).
     skipped: dict[str, str] = field(default_factory=dict)
+    #: Queues YuniKorn would create for the applications (path -> leaf, child template); the
+    #: product does not hold them yet, so their pods are in ``skipped``.
+    dynamic_queues: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     KINDS = ("nodes", "allocations", "asks", "budgets")
 
@@ -154,46 +186,71 @@ def budget_id(pdb: Any) -> str:
     return f"{pdb.metadata.namespace}/{pdb.metadata.name}"
 
 
-def queue_path(name: str) -> str:
-    """YuniKorn's spelling of a queue a pod names: lower-cased, under ``root``."""
-    path = name.strip().lower()
-    if path != "root" and not path.startswith("root."):
-        path = f"root.{path}"
-    return path
-
-
-def pod_queue(pod: Any, rule: QueueRule) -> str:
+def pod_queue(pod: Any) -> str:
+    """The queue a pod names, as written (k8shim's ``GetQueueNameFromPod``); "" for none."""
     labels, annotations = _labels(pod), _annotations(pod)
-    named = (
+    return (
         labels.get(CANONICAL_QUEUE_LABEL)
         or annotations.get(QUEUE_ANNOTATION)
         or labels.get(QUEUE_LABEL)
-        or rule.fallback(pod.metadata.namespace)
+        or ""
     )
-    return queue_path(named)
 
 
-def pod_application(pod: Any) -> str:
+def pod_application(pod: Any, *, unique_app_ids: bool = False) -> str:
+    """k8shim's ``GetApplicationIDFromPod`` (see the module docstring)."""
     labels, annotations = _labels(pod), _annotations(pod)
-    return (
+    meta = pod.metadata
+    named = (
         labels.get(CANONICAL_APP_LABEL)
         or annotations.get(APP_ANNOTATION)
         or labels.get(APP_LABEL)
         or labels.get(SPARK_APP_LABEL)
-        or f"yunikorn-{pod.metadata.namespace}-autogen"
+        or ""
     )
+    if named.endswith(UNIQUE_AUTOGEN_SUFFIX):
+        named = f"{named.removesuffix(UNIQUE_AUTOGEN_SUFFIX)}-{meta.uid or ''}"
+    if named:
+        return named
+    namespace = meta.namespace or ""
+    if unique_app_ids:
+        generated = (
+            f"{namespace[:26]}-{meta.uid}"
+            if meta.uid
+            else f"{namespace[:26]}{UNIQUE_AUTOGEN_SUFFIX}"
+        )
+    else:
+        generated = f"yunikorn-{namespace}-autogen"
+    return generated[:GENERATED_APP_ID_MAX]
 
 
-def pod_user(pod: Any) -> str:
+def pod_user(pod: Any) -> UserGroup:
+    """k8shim's ``GetUserFromPod``: the user.info annotation, else ``nobody``."""
     raw = _annotations(pod).get(USER_INFO_ANNOTATION)
     if not raw:
-        return ""
+        return UserGroup(DEFAULT_USER)
     try:
         info = json.loads(raw)
     except ValueError:
-        return ""
-    user = info.get("user") if isinstance(info, dict) else None
-    return user if isinstance(user, str) else ""
+        return UserGroup(DEFAULT_USER)
+    if not isinstance(info, dict):
+        return UserGroup(DEFAULT_USER)
+    user = info.get("user")
+    groups = info.get("groups")
+    return UserGroup(
+        user if isinstance(user, str) and user else DEFAULT_USER,
+        tuple(str(group) for group in groups) if isinstance(groups, list) else (),
+    )
+
+
+def application_tags(pod: Any, namespaces: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
+    """The tags k8shim gives an application that placement rules can read."""
+    namespace = pod.metadata.namespace or "default"
+    tags = {"namespace": namespace}
+    parent = (namespaces.get(namespace) or {}).get(PARENT_QUEUE_ANNOTATION)
+    if parent:
+        tags["namespace.parentqueue"] = parent
+    return tags
 
 
 def is_ours(pod: Any, scheduler_name: str) -> bool:
@@ -201,10 +258,32 @@ def is_ours(pod: Any, scheduler_name: str) -> bool:
 
 
 def is_active(pod: Any) -> bool:
-    """Not finished and not on its way out."""
-    return pod.metadata.deletion_timestamp is None and (pod.status is None or (
-        pod.status.phase not in FINISHED_PHASES
-    ))  # fmt: skip
+    """Not finished; a bound pod on its way out (``deletionTimestamp``) still holds its node
+    until it is gone, for YuniKorn and the scheduler alike; an unbound one is no demand."""
+    if pod.status is not None and pod.status.phase in FINISHED_PHASES:
+        return False
+    return pod.metadata.deletion_timestamp is None or bool(pod.spec.node_name)
+
+
+def is_terminating(pod: Any) -> bool:
+    return pod.metadata.deletion_timestamp is not None
+
+
+def scheduling_gates(pod: Any) -> list[str]:
+    """The gates an unbound pod waits behind (k8shim creates no task for it until they go)."""
+    if pod.spec.node_name:
+        return []
+    return [gate.name for gate in pod.spec.scheduling_gates or []]
+
+
+def allow_preemption(pod: Any, priority_classes: Mapping[str, Mapping[str, str]]) -> bool:
+    """k8shim's ``isPreemptSelfAllowed``: the pod's annotation when it is exactly ``true`` or
+    ``false``; otherwise false only when its PriorityClass's annotation is exactly ``false``."""
+    value = _annotations(pod).get(ALLOW_PREEMPTION_ANNOTATION)
+    if value in ("true", "false"):
+        return value == "true"
+    priority_class = priority_classes.get(pod.spec.priority_class_name or "") or {}
+    return priority_class.get(ALLOW_PREEMPTION_ANNOTATION) != "false"
 
 
 def _owner(obj: Any) -> Any | None:
@@ -233,16 +312,70 @@ def _add(total: dict[str, Fraction], amount: Mapping[str, Fraction]) -> None:
         total[name] = total.get(name, Fraction(0)) + value
 
 
+def _parsed(resources: Mapping[str, str] | None) -> dict[str, Fraction]:
+    return {name: parse_quantity(value) for name, value in (resources or {}).items()}
+
+
+def _larger(total: dict[str, Fraction], amount: Mapping[str, Fraction]) -> None:
+    for name, value in amount.items():
+        total[name] = max(total.get(name, value), value)
+
+
+#: Pod-level requests Kubernetes supports (``IsSupportedPodLevelResource``).
+POD_LEVEL_RESOURCES = frozenset({"cpu", "memory"})
+
+
+def _resize_infeasible(pod: Any) -> bool:
+    status = pod.status
+    if status is None:
+        return False
+    if status.resize == "Infeasible":
+        return True
+    return any(
+        condition.type == "PodResizePending" and condition.reason == "Infeasible"
+        for condition in status.conditions or []
+    )
+
+
+def _statuses(pod: Any) -> dict[str, Any]:
+    status = pod.status
+    if status is None:
+        return {}
+    found = {item.name: item for item in status.container_statuses or []}
+    found.update({item.name: item for item in status.init_container_statuses or []})
+    return found
+
+
+def _container_in_use(container: Any, status: Any, infeasible: bool) -> dict[str, Fraction]:
+    """k8shim's ``computeContainerResource``: the larger of the spec's request, the allocated
+    resources and the actual ones of an in-place resize; only the actual ones when the resize
+    is infeasible."""
+    actual = status.resources.requests if status is not None and status.resources else None
+    if status is not None and infeasible and status.resources is not None:
+        return _parsed(actual)
+    amount = _container_requests(container)
+    if status is not None:
+        _larger(amount, _parsed(status.allocated_resources))
+        _larger(amount, _parsed(actual))
+    return amount
+
+
 def pod_requests(pod: Any) -> dict[str, Fraction]:
-    """The Kubernetes effective request of a pod (``resourcehelper.PodRequests``)."""
+    """What YuniKorn charges for a pod (k8shim's ``GetPodResource``, the Kubernetes effective
+    request): the containers (restartable init containers, i.e. sidecars, included), at least
+    each init container (plus the sidecars started before it), each container as the larger of
+    its spec, allocated and actual resources (in-place resize); pod-level requests
+    (``spec.resources``) replace the sum for the types they set; plus the pod overhead."""
     spec = pod.spec
+    statuses = _statuses(pod)
+    infeasible = _resize_infeasible(pod)
     total: dict[str, Fraction] = {}
     for container in spec.containers or []:
-        _add(total, _container_requests(container))
+        _add(total, _container_in_use(container, statuses.get(container.name), infeasible))
     sidecars: dict[str, Fraction] = {}
     init_peak: dict[str, Fraction] = {}
     for container in spec.init_containers or []:
-        amount = _container_requests(container)
+        amount = _container_in_use(container, statuses.get(container.name), infeasible)
         if container.restart_policy == "Always":  # a sidecar runs beside the app containers
             _add(total, amount)
             _add(sidecars, amount)
@@ -250,11 +383,13 @@ def pod_requests(pod: Any) -> dict[str, Fraction]:
         else:
             during = dict(sidecars)
             _add(during, amount)
-        for name, value in during.items():
-            init_peak[name] = max(init_peak.get(name, Fraction(0)), value)
-    for name, value in init_peak.items():
-        total[name] = max(total.get(name, Fraction(0)), value)
-    _add(total, {k: parse_quantity(v) for k, v in (spec.overhead or {}).items()})
+        _larger(init_peak, during)
+    _larger(total, init_peak)
+    pod_level = spec.resources.requests if spec.resources is not None else None
+    for name, value in _parsed(pod_level).items():
+        if name in POD_LEVEL_RESOURCES or name.startswith("hugepages-"):
+            total[name] = value
+    _add(total, _parsed(spec.overhead))
     return total
 
 
@@ -377,12 +512,27 @@ def _age_key(pod: Any) -> tuple[str, str]:
     return (when(_created(pod)) or "", pod.metadata.name or "")
 
 
-def _budget_of(pod: Any, budgets_by_namespace: Mapping[str, list[Any]]) -> str:
+def _budgets_of(pod: Any, budgets_by_namespace: Mapping[str, list[Any]]) -> list[str]:
+    """The budgets the Eviction API applies to the pod (``getPodDisruptionBudgets``: same
+    namespace, a selector that matches; an empty or missing selector matches nothing there)."""
     labels = _labels(pod)
+    found = []
     for pdb in budgets_by_namespace.get(pod.metadata.namespace, []):
-        if selector_matches(pdb.spec.selector if pdb.spec else None, labels):
-            return budget_id(pdb)
-    return ""
+        selector = pdb.spec.selector if pdb.spec else None
+        empty = selector is None or not (selector.match_labels or selector.match_expressions)
+        if not empty and selector_matches(selector, labels):
+            found.append(budget_id(pdb))
+    return found
+
+
+def several_budgets_id(namespace: str, names: list[str]) -> str:
+    """The budget the agent pushes for a pod under several: the Eviction API refuses to evict
+    such a pod (a 500), so it is a budget that allows no disruption."""
+    joined = f"{namespace}/" + "+".join(name.split("/", 1)[1] for name in names)
+    if len(joined) <= ID_MAX_LENGTH:
+        return joined
+    digest = hashlib.sha256(joined.encode()).hexdigest()[:16]
+    return f"{namespace}/several-budgets-{digest}"
 
 
 def translate(
@@ -391,15 +541,14 @@ def translate(
     pdbs: Iterable[Any],
     *,
     scheduler_name: str,
-    rule: QueueRule,
-    leaves: set[str] | None,
+    reading: Reading,
 ) -> ClusterState:
     """The whole cluster as the product should see it.
 
-    ``leaves`` are the partition's leaf queue paths, lower-cased (``None``: not known yet, no
-    pod is left out for its queue). A pod whose queue is not one of them, that sits on a node
-    the cluster does not list, or whose resources cannot be read is left out with the reason
-    (``ClusterState.skipped``): the product refuses a push with such a task as a whole.
+    A pod whose application YuniKorn would not place in one of the partition's configured leaf
+    queues, that sits on a node the cluster does not list, or whose resources cannot be read is
+    left out with the reason (``ClusterState.skipped``): the product refuses a push with such a
+    task as a whole.
     """
     state = ClusterState()
     nodes = list(nodes)
@@ -410,7 +559,13 @@ def translate(
         if not is_active(pod):
             continue
         if is_ours(pod, scheduler_name):
-            ours.append(pod)
+            gates = scheduling_gates(pod)
+            if gates:
+                state.skipped[pod_id(pod)] = (
+                    f"waits for scheduling gates ({', '.join(gates)}): not demand yet"
+                )
+            else:
+                ours.append(pod)
         elif pod.spec.node_name:
             try:
                 used = pod_requests(pod)
@@ -428,16 +583,17 @@ def translate(
 
     by_app: dict[str, list[Any]] = {}
     for pod in ours:
-        by_app.setdefault(pod_application(pod), []).append(pod)
+        by_app.setdefault(pod_application(pod, unique_app_ids=reading.unique_app_ids), []).append(
+            pod
+        )
     first_pods = originators(by_app)
-    # An application's queue is its first pod's.
-    app_queue = {app: pod_queue(min(pods, key=_age_key), rule) for app, pods in by_app.items()}
+    app_queue = place_applications(by_app, reading, state)
     for app, pods in sorted(by_app.items()):
-        queue = app_queue[app]
+        queue, not_placed = app_queue[app]
         gang = any(TASK_GROUP_ANNOTATION in _annotations(pod) for pod in pods)
         for pod in pods:
             task_id = pod_id(pod)
-            reason = _unplaceable(pod, app, queue, leaves, node_names)
+            reason = not_placed or _unplaceable(pod, app, node_names)
             if reason:
                 state.skipped[task_id] = reason
                 continue
@@ -450,14 +606,12 @@ def translate(
                 "id": task_id,
                 "app": app,
                 "queue": queue,
-                "user": pod_user(pod)[:ID_MAX_LENGTH],
+                "user": pod_user(pod).user[:ID_MAX_LENGTH],
                 "resources": resources,
                 "priority": pod.spec.priority or 0,
-                "allow_preemption": _annotations(pod)
-                .get(ALLOW_PREEMPTION_ANNOTATION, "")
-                .strip()
-                .lower()
-                != "false",
+                # A terminating pod is on its way out: never a victim again.
+                "allow_preemption": allow_preemption(pod, reading.priority_classes)
+                and not is_terminating(pod),
             }
             if gang:
                 item["job"] = app
@@ -471,9 +625,13 @@ def translate(
                 item["created_at"] = when((status.start_time if status else None) or _created(pod))
                 if status and status.qos_class:
                     item["qos"] = status.qos_class
-                budget = _budget_of(pod, budgets_by_namespace)
-                if budget:
-                    item["pdb"] = budget
+                budgets = _budgets_of(pod, budgets_by_namespace)
+                if len(budgets) == 1:
+                    item["pdb"] = budgets[0]
+                elif budgets:
+                    several = several_budgets_id(pod.metadata.namespace, budgets)
+                    state.budgets[several] = {"name": several, "allowed_disruptions": 0}
+                    item["pdb"] = several
                 state.allocations[task_id] = item
             else:
                 item["created_at"] = when(_created(pod))
@@ -485,13 +643,48 @@ def translate(
     return state
 
 
-def _unplaceable(
-    pod: Any, app: str, queue: str, leaves: set[str] | None, node_names: set[str]
-) -> str:
+def place_applications(
+    by_app: Mapping[str, list[Any]], reading: Reading, state: ClusterState
+) -> dict[str, tuple[str, str]]:
+    """Each application's queue, or "" and why its pods are left out. Applications are placed
+    in the order YuniKorn saw them (oldest pod first), so one placed later finds the dynamic
+    queues earlier ones created."""
+    placer = Placer.from_config(reading.config)
+    oldest = {app: min(pods, key=_age_key) for app, pods in by_app.items()}
+    result: dict[str, tuple[str, str]] = {}
+    for app in sorted(by_app, key=lambda app: (_age_key(oldest[app]), app)):
+        pod = oldest[app]
+        application = Application(
+            id=app, queue=pod_queue(pod), user=pod_user(pod),
+            tags=application_tags(pod, reading.namespaces),
+        )  # fmt: skip
+        placement = placer.place(application)
+        if not placement.placed and any(member.spec.node_name for member in by_app[app]):
+            # Running, yet no rule places it now: YuniKorn holds it in its recovery queue.
+            placement = placer.place(replace(application, forced=True))
+        for created in placement.created:
+            state.dynamic_queues[created.path] = {
+                "leaf": created.leaf,
+                "template": dict(created.template or {}),
+            }
+        if placement.queue is None:
+            result[app] = ("", f"YuniKorn does not place application {app}: {placement.reason}")
+            continue
+        queue = placer.tree.get(placement.queue)
+        if queue is not None and queue.dynamic:
+            result[app] = (
+                "",
+                f"application {app} is placed by the {placement.rule} rule in {queue.path}, a "
+                "queue YuniKorn creates; the product does not hold dynamic queues",
+            )
+            continue
+        result[app] = (placement.queue, "")
+    return result
+
+
+def _unplaceable(pod: Any, app: str, node_names: set[str]) -> str:
     if len(app) > ID_MAX_LENGTH:
         return f"application id longer than {ID_MAX_LENGTH} characters"
-    if leaves is not None and queue not in leaves:
-        return f"queue {queue} is not a leaf queue of the partition"
     if pod.spec.node_name and pod.spec.node_name not in node_names:
         return f"node {pod.spec.node_name} is not in the cluster's node list"
     daemon_node = required_node(pod)

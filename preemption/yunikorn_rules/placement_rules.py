@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from preemption import placement
 from preemption.config import ROOT
 from preemption.yunikorn_rules.decoder import Decoder
 from preemption.yunikorn_rules.names import GROUP_NAME, QUEUE_NAME, USER_NAME
@@ -18,7 +19,7 @@ from preemption.yunikorn_rules.wording import listed, shown
 #: A placement rule name: an identifier.
 RULE_NAME = re.compile(r"[_a-zA-Z][a-zA-Z0-9_]*")
 #: A single filter entry holding one of these is read as a regular expression, not a name.
-REGEXP_CHARACTERS = re.compile(r"[\^$*+?()\[{}|]")
+REGEXP_CHARACTERS = placement.FILTER_SPECIAL
 #: Placement rules a config may name (compared lower-cased, as YuniKorn does). ``recovery`` is
 #: YuniKorn's internal rule and ``test`` its testing rule: neither belongs in a config.
 RULE_NAMES = ("provided", "user", "fixed", "tag")

@@ -24,7 +24,7 @@ def test_every_option_comes_from_the_environment(token_file: Path) -> None:
             "AGENT_TOKEN_FILE": str(token_file),
             "AGENT_PARTITION": "default",
             "AGENT_INTERVAL": "5",
-            "AGENT_NAMESPACE_QUEUES": "true",
+            "AGENT_UNIQUE_APP_IDS": "true",
             "AGENT_PUBLISH_CONFIG": "yes",
             "AGENT_CONFIGMAP_NAMESPACE": "yk",
             "AGENT_NAME": "agent-1",
@@ -37,7 +37,7 @@ def test_every_option_comes_from_the_environment(token_file: Path) -> None:
         "default",
     )
     assert options.interval == 5
-    assert options.namespace_queues and options.publish_config
+    assert options.unique_app_ids and options.publish_config
     assert (options.configmap_namespace, options.configmap_name) == ("yk", "yunikorn-configs")
     assert (options.agent_name, options.cluster_name) == ("agent-1", "kind-dev")
 

@@ -62,8 +62,8 @@ def test_the_first_list_fills_the_cache(cluster) -> None:
 
 
 def test_watch_events_reach_the_cache_in_order(cluster) -> None:
-    api, cache, _ = cluster
-    api.wait_for_watches(3)
+    api, cache, threads = cluster
+    api.wait_for_watches(len(threads))
     cache.snapshot()  # taken: nothing has changed since
     assert not cache.changed.is_set()
     api.add(fixtures.pod("batch", "c", node="n1"))
@@ -75,9 +75,9 @@ def test_watch_events_reach_the_cache_in_order(cluster) -> None:
 
 def test_a_watch_that_ends_is_opened_again_from_where_it_was(cluster) -> None:
     api, cache, threads = cluster
-    api.wait_for_watches(3)
+    api.wait_for_watches(len(threads))
     api.end_watches()
-    api.wait_for_watches(3)
+    api.wait_for_watches(len(threads))
     api.add(fixtures.pod("batch", "late", node="n2"))
     wait_until(lambda: "late" in names(cache, PODS), 10, message="event after re-watch lost")
     assert {thread.lists for thread in threads} == {1}  # re-watched, not re-listed
@@ -85,7 +85,7 @@ def test_a_watch_that_ends_is_opened_again_from_where_it_was(cluster) -> None:
 
 def test_410_gone_lists_again_and_forgets_what_was_deleted_unseen(cluster) -> None:
     api, cache, threads = cluster
-    api.wait_for_watches(3)
+    api.wait_for_watches(len(threads))
     # The watches die; while nobody watches, a pod goes and another comes; the history the
     # watches would resume from is forgotten (etcd compaction): the resume answers 410.
     api.end_watches(abrupt=True)

@@ -14,12 +14,11 @@ from kubernetes.client import ApiClient
 from scheduler_admin_agent.quantities import QuantityError, parse_quantity, product_resources
 from scheduler_admin_agent.translate import (
     ID_MAX_LENGTH,
-    QueueRule,
+    Reading,
     pod_application,
     pod_id,
     pod_queue,
     pod_requests,
-    queue_path,
     required_node,
     selector_matches,
     translate,
@@ -169,25 +168,20 @@ def test_overhead_is_added_and_a_limit_stands_in_for_a_missing_request() -> None
 # --- Names ----------------------------------------------------------------------------------
 
 
-def test_queue_names_follow_yunikorn() -> None:
-    rule = QueueRule()
-    assert queue_path("Batch.Nightly") == "root.batch.nightly"
-    assert queue_path("ROOT.a") == "root.a"
-    assert pod_queue(pod("p", labels={"queue": "root.A"}), rule) == "root.a"
+def test_the_queue_a_pod_names_is_read_as_k8shim_reads_it() -> None:
+    """Label, then annotation, then the plain label; as written (placement decides the rest)."""
+    assert pod_queue(pod("p", labels={"queue": "ROOT.A"})) == "ROOT.A"
     both = pod(
         "p", labels={"queue": "root.label"}, annotations={"yunikorn.apache.org/queue": "root.ann"}
     )
-    assert pod_queue(both, rule) == "root.ann"
+    assert pod_queue(both) == "root.ann"
     canonical = pod(
         "p",
         labels={"queue": "root.label", "yunikorn.apache.org/queue": "root.canonical"},
         annotations={"yunikorn.apache.org/queue": "root.ann"},
     )
-    assert pod_queue(canonical, rule) == "root.canonical"
-    assert pod_queue(pod("p"), rule) == "root.default"
-    assert pod_queue(pod("p", namespace="team-a"), QueueRule(namespace_queues=True)) == (
-        "root.team-a"
-    )
+    assert pod_queue(canonical) == "root.canonical"
+    assert pod_queue(pod("p")) == ""
 
 
 def test_application_ids_follow_yunikorn() -> None:
@@ -269,9 +263,20 @@ def test_budget_selectors_match_as_kubernetes_does(
 # --- The whole cluster ----------------------------------------------------------------------
 
 
-def _translate(nodes: list, pods: list, pdbs: list | None = None, leaves: set | None = None):
+#: A partition with root (open to everyone), root.default and root.batch.
+CONFIG = {
+    "partition": {"extra": {}},
+    "queues": [
+        {"path": "root", "parent": None, "extra": {"submitacl": "*"}},
+        {"path": "root.default", "parent": "root", "extra": {}},
+        {"path": "root.batch", "parent": "root", "extra": {}},
+    ],
+}
+
+
+def _translate(nodes: list, pods: list, pdbs: list | None = None, config: dict | None = None):
     return translate(
-        nodes, pods, pdbs or [], scheduler_name="yunikorn", rule=QueueRule(), leaves=leaves
+        nodes, pods, pdbs or [], scheduler_name="yunikorn", reading=Reading(config or CONFIG)
     )
 
 
@@ -330,7 +335,7 @@ def test_a_cluster_becomes_nodes_allocations_asks_and_budgets() -> None:
         "id": "batch/driver@uid-driver",
         "app": "spark-1",
         "queue": "root.batch",
-        "user": "",
+        "user": "nobody",
         "resources": {"vcore": "1000m", "memory": 2**30, "pods": 1},
         "priority": 100,
         "allow_preemption": True,
@@ -348,7 +353,7 @@ def test_a_cluster_becomes_nodes_allocations_asks_and_budgets() -> None:
         "id": "batch/gang-0@uid-gang-0",
         "app": "g1",
         "queue": "root.batch",
-        "user": "",
+        "user": "nobody",
         "resources": {"vcore": "1000m", "memory": 2**30, "pods": 1},
         "priority": 0,
         "allow_preemption": True,
@@ -364,7 +369,8 @@ def test_pods_outside_the_partition_queues_or_nodes_are_left_out_with_the_reason
         [node("n1")],
         [
             pod("in", labels={"queue": "root.batch"}),
-            pod("lost", labels={"queue": "root.nowhere", "applicationId": "lost"}),
+            pod("lost", labels={"queue": "root.no!where", "applicationId": "lost"}),
+            pod("elsewhere", labels={"queue": "root.nowhere", "applicationId": "e"}),
             pod("orphan", labels={"queue": "root.batch", "applicationId": "x"}, node_name="gone"),
             pod(
                 "long",
@@ -372,11 +378,13 @@ def test_pods_outside_the_partition_queues_or_nodes_are_left_out_with_the_reason
                 annotations={"yunikorn.apache.org/app-id": "a" * 254},
             ),
         ],
-        leaves={"root.batch"},
     )
-    assert set(state.allocations) == {"batch/in@uid-in"}
+    # A queue that does not exist passes to the next rule, and then to root.default.
+    assert set(state.allocations) == {"batch/in@uid-in", "batch/elsewhere@uid-elsewhere"}
+    assert state.allocations["batch/elsewhere@uid-elsewhere"]["queue"] == "root.default"
     assert state.skipped == {
-        "batch/lost@uid-lost": "queue root.nowhere is not a leaf queue of the partition",
+        "batch/lost@uid-lost": "YuniKorn does not place application lost: invalid queue name "
+        "'no!where': 1 to 64 of letters, digits and _ : # / @ -",
         "batch/orphan@uid-orphan": "node gone is not in the cluster's node list",
         "batch/long@uid-long": "application id longer than 253 characters",
     }
@@ -400,7 +408,17 @@ def test_without_a_driver_the_oldest_pod_or_the_owning_pod_is_the_originator() -
     assert state.allocations["batch/c@uid-c"]["originator"] is False
 
 
-def test_terminating_pods_are_gone() -> None:
+def test_terminating_pods_hold_their_node_until_gone_and_are_never_victims_again() -> None:
+    """k8shim keeps a terminating pod's task until the pod is gone, and the scheduler counts it
+    on its node: it stays an allocation, never a victim again. An unbound one is no demand."""
     going = pod("going", labels={"queue": "root.batch"})
     going.metadata.deletion_timestamp = going.metadata.creation_timestamp
-    assert _translate([node("n1")], [going]).allocations == {}
+    leaving = pod("leaving", labels={"queue": "root.batch"}, node_name=None)
+    leaving.metadata.deletion_timestamp = leaving.metadata.creation_timestamp
+    state = _translate([node("n1")], [going, leaving])
+    assert state.allocations["batch/going@uid-going"]["allow_preemption"] is False
+    assert state.allocations["batch/going@uid-going"]["node"] == "n1"
+    assert state.asks == {}
+    other = pod("other", scheduler="default-scheduler", containers=[container({"cpu": "2"})])
+    other.metadata.deletion_timestamp = other.metadata.creation_timestamp
+    assert _translate([node("n1")], [other]).nodes["n1"]["capacity"]["vcore"] == "6000m"

@@ -78,17 +78,25 @@ def grants(
     return {(namespace, group, resource, name, verb) for verb in verbs}
 
 
-#: Everything the agent's service account may do, and nothing more (least privilege):
-#: read nodes, pods and disruption budgets everywhere; label pods (soft eviction); evict through
-#: the Eviction API (no delete); read and replace the one ConfigMap YuniKorn reads, and no other
-#: (no create: resourceNames cannot restrict it, see role-yunikorn-configs.yaml).
+#: Everything the agent's service account may do by default, and nothing more (least
+#: privilege): list and watch nodes, pods, disruption budgets, namespaces and PriorityClasses;
+#: read a pod again before evicting it; evict through the Eviction API (no delete); read the one
+#: ConfigMap YuniKorn reads (the revision it runs), and no other. Labelling pods (soft eviction)
+#: and replacing the ConfigMap (publishing) are opt-in overlays.
 EXPECTED_PERMISSIONS = (
-    grants(None, "", "nodes", ["get", "list", "watch"])
-    | grants(None, "", "pods", ["get", "list", "watch", "patch"])
+    grants(None, "", "nodes", ["list", "watch"])
+    | grants(None, "", "pods", ["get", "list", "watch"])
     | grants(None, "", "pods/eviction", ["create"])
-    | grants(None, "policy", "poddisruptionbudgets", ["get", "list", "watch"])
-    | grants(YUNIKORN_NAMESPACE, "", "configmaps", ["get", "update"], YUNIKORN_CONFIGMAP)
+    | grants(None, "policy", "poddisruptionbudgets", ["list", "watch"])
+    | grants(None, "", "namespaces", ["list", "watch"])
+    | grants(None, "scheduling.k8s.io", "priorityclasses", ["list", "watch"])
+    | grants(YUNIKORN_NAMESPACE, "", "configmaps", ["get"], YUNIKORN_CONFIGMAP)
 )
+#: What each opt-in overlay adds (deploy/kubernetes/<overlay>/), and the option it turns on.
+OVERLAY_PERMISSIONS = {
+    "publish-config": grants(YUNIKORN_NAMESPACE, "", "configmaps", ["update"], YUNIKORN_CONFIGMAP),
+    "soft-eviction": grants(None, "", "pods", ["patch"]),
+}
 
 
 @dataclass(frozen=True)
@@ -235,10 +243,8 @@ def permissions_of(role: dict[str, Any]) -> set[Permission]:
     return found
 
 
-def test_the_agent_may_do_exactly_what_it_needs(manifests: list[Manifest]) -> None:
-    """What the service account may do, through every binding that names it, equals the table:
-    a wider rule anywhere (a verb, a resource, a namespace, `*`, a dropped resourceNames) or a
-    role bound to it from elsewhere fails."""
+def granted_permissions(manifests: list[Manifest]) -> set[Permission]:
+    """What the agent's service account may do through every binding in ``manifests``."""
     roles = {
         (m.kind, m.namespace if m.kind == "Role" else None, m.name): m.document
         for m in manifests
@@ -266,7 +272,47 @@ def test_the_agent_may_do_exactly_what_it_needs(manifests: list[Manifest]) -> No
         }
     assert sorted(bound) == sorted(roles), "every role is bound exactly once"
     assert not any("*" in permission for permission in granted), "no wildcard"
-    assert granted == EXPECTED_PERMISSIONS
+    return granted
+
+
+def test_the_agent_may_do_exactly_what_it_needs(manifests: list[Manifest]) -> None:
+    """What the service account may do, through every binding that names it, equals the table:
+    a wider rule anywhere (a verb, a resource, a namespace, `*`, a dropped resourceNames) or a
+    role bound to it from elsewhere fails."""
+    assert granted_permissions(manifests) == EXPECTED_PERMISSIONS
+
+
+@pytest.mark.parametrize("overlay", sorted(OVERLAY_PERMISSIONS))
+def test_each_opt_in_overlay_adds_exactly_what_its_option_needs(
+    manifests: list[Manifest], overlay: str
+) -> None:
+    """``kubectl apply -k deploy/kubernetes/<overlay>``: the default install plus the roles of the
+    option, nothing else; publish-config also turns publishing on."""
+    directory = KUBERNETES_DIR / overlay
+    with (directory / KUSTOMIZATION).open() as handle:
+        kustomization = yaml.safe_load(handle)
+    files = sorted(path.name for path in directory.glob("*.yaml") if path.name != KUSTOMIZATION)
+    assert kustomization["resources"] == ["..", *files]
+    added = [
+        Manifest(f"{overlay}/{name}", document)
+        for name in files
+        for document in yaml.safe_load_all((directory / name).read_text())
+        if document
+    ]
+    for manifest in added:
+        kubernetes_validate.validate(manifest.document, KUBERNETES_VERSIONS[-1], strict=True)
+    granted = granted_permissions([*manifests, *added])
+    assert granted - EXPECTED_PERMISSIONS == OVERLAY_PERMISSIONS[overlay]
+    patches = kustomization.get("patches", [])
+    if overlay == "publish-config":
+        assert the(manifests, "ConfigMap", AGENT)["data"]["AGENT_PUBLISH_CONFIG"] == "false"
+        [patch] = patches
+        assert patch["target"] == {"kind": "ConfigMap", "name": AGENT}
+        assert yaml.safe_load(patch["patch"]) == [
+            {"op": "replace", "path": "/data/AGENT_PUBLISH_CONFIG", "value": "true"}
+        ]
+    else:
+        assert patches == []
 
 
 def test_the_configmap_the_agent_publishes_to_is_the_one_the_role_names(
@@ -404,8 +450,7 @@ SAMPLE_VALUES = {
     "AGENT_NAME": "sample-agent",
     "AGENT_INTERVAL": "7",
     "AGENT_SCHEDULER_NAME": "sample-scheduler",
-    "AGENT_DEFAULT_QUEUE": "root.sample",
-    "AGENT_NAMESPACE_QUEUES": "true",
+    "AGENT_UNIQUE_APP_IDS": "true",
     "AGENT_PUBLISH_CONFIG": "true",
     "AGENT_CONFIGMAP_NAMESPACE": "sample-namespace",
     "AGENT_CONFIGMAP_NAME": "sample-configmap",

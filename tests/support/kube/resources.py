@@ -56,13 +56,26 @@ PDBS = ResourceType(
 )
 
 
-RESOURCES = {r.plural: r for r in (NODES, PODS, CONFIGMAPS, PDBS)}
+NAMESPACES = ResourceType(
+    "namespaces", "Namespace", "v1", namespaced=False, status_subresource=True
+)
+
+
+PRIORITY_CLASSES = ResourceType(
+    "priorityclasses", "PriorityClass", "scheduling.k8s.io/v1", namespaced=False,
+    status_subresource=False,
+)  # fmt: skip
+
+
+RESOURCES = {r.plural: r for r in (NODES, PODS, CONFIGMAPS, PDBS, NAMESPACES, PRIORITY_CLASSES)}
 
 
 BY_KIND = {r.kind: r for r in RESOURCES.values()}
 
 
 BY_PATH = {("v1", "nodes"): NODES, ("v1", "pods"): PODS, ("v1", "configmaps"): CONFIGMAPS}
+BY_PATH[("v1", "namespaces")] = NAMESPACES
+BY_PATH[("scheduling.k8s.io/v1", "priorityclasses")] = PRIORITY_CLASSES
 
 BY_PATH[("policy/v1", "poddisruptionbudgets")] = PDBS
 

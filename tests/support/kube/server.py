@@ -49,7 +49,10 @@ behaviour is subtle):
   cause "The disruption budget X needs N healthy pods and has M currently"; an unready pod
   covered by a budget that is healthy enough is evicted without using the budget; otherwise the
   budget's ``disruptionsAllowed`` is decremented and the pod recorded in ``disruptedPods``
-  (MODIFIED budget). Success is 201 with ``{"kind":"Status","apiVersion":"v1","metadata":{},
+  (MODIFIED budget). The eviction's preconditions (uid, resourceVersion) are checked only then,
+  at the deletion, as the real server does: a stale order has spent a disruption when it gets
+  its 409. A Status with ``retryAfterSeconds`` carries a ``Retry-After`` header. Success is
+  201 with ``{"kind":"Status","apiVersion":"v1","metadata":{},
   "status":"Success","code":201}``. The pod then gets the ``DisruptionTarget`` condition
   (``EvictionByEvictionAPI``, MODIFIED) and is deleted gracefully (``deletionTimestamp``,
   MODIFIED), then removed ``grace_seconds`` later (DELETED) as the kubelet would; an unbound or
@@ -73,7 +76,12 @@ behaviour is subtle):
   (401 ``Unauthorized`` otherwise; the scheme is matched case-insensitively, as the in-cluster
   config sends ``bearer``).
 
-Not reproduced: namespaces as objects (any namespace exists), other kinds, the legacy
+RBAC: set ``authorizer`` (``strict_rbac.Authorizer``, from the agent's manifests) and every
+request the agent's service account is not granted answers 403 with the real message. A
+ConfigMap update over 1 MiB (data and binaryData) is 422 "Too long".
+
+Not reproduced: namespaces as owners of objects (any namespace exists, whether or not a
+Namespace object is stored; stored ones are listed and watched), other kinds, the legacy
 ``/api/v1/watch/...`` paths, discovery beyond ``/version``, server-side apply, dry run other
 than on DELETE and eviction (there nothing is written), ``deletecollection``, admission and
 validation beyond what is listed, PDB ``generation`` bumps on spec changes and the disruption
@@ -145,6 +153,7 @@ class _Injection:
     remaining: int
     reason: str | None
     message: str
+    details: dict[str, Any] | None = None
 
 
 class _HTTPServer(ThreadingHTTPServer):
@@ -200,6 +209,12 @@ def _write_json(handler: BaseHTTPRequestHandler, code: int, payload: Any) -> Non
     handler.send_header("Cache-Control", "no-cache, private")
     handler.send_header("Content-Type", "application/json")
     handler.send_header("Content-Length", str(len(data)))
+    # The real server turns a Status's retryAfterSeconds into a Retry-After header.
+    retry_after = ((payload.get("details") or {}) if isinstance(payload, dict) else {}).get(
+        "retryAfterSeconds"
+    )
+    if isinstance(retry_after, int) and retry_after > 0:
+        handler.send_header("Retry-After", str(retry_after))
     handler.end_headers()
     handler.wfile.write(data)
 
@@ -237,6 +252,9 @@ class FakeKubeAPI(ClusterState):
         self._connections: set[socket.socket] = set()
         self._log: list[RecordedRequest] = []
         self._injections: list[_Injection] = []
+        #: An object with ``check(method, path, query)`` that raises a 403 ApiError for a
+        #: request the caller is not granted; None: everything is allowed.
+        self.authorizer: Any = None
 
     # --- lifecycle
 
@@ -334,9 +352,12 @@ class FakeKubeAPI(ClusterState):
         *,
         reason: str | None = None,
         message: str = "injected failure",
+        retry_after: int | None = None,
     ) -> None:
         """Answer the next ``times`` requests of ``method`` (``"*"``: any) whose path matches
-        ``path_regex`` (``re.search``) with a Status of ``code``, before doing anything else."""
+        ``path_regex`` (``re.search``) with a Status of ``code``, before doing anything else;
+        ``retry_after`` adds ``retryAfterSeconds`` and the ``Retry-After`` header, as the API
+        server's own rate limits (API Priority and Fairness) answer a 429."""
         with self._lock:
             self._injections.append(
                 _Injection(
@@ -346,6 +367,7 @@ class FakeKubeAPI(ClusterState):
                     times,
                     reason or REASONS.get(code),
                     message,
+                    {"retryAfterSeconds": retry_after} if retry_after is not None else None,
                 )
             )
 
@@ -393,7 +415,9 @@ class FakeKubeAPI(ClusterState):
                     injection.remaining -= 1
                     if injection.remaining <= 0:
                         self._injections.remove(injection)
-                    return ApiError(injection.code, injection.reason, injection.message)
+                    return ApiError(
+                        injection.code, injection.reason, injection.message, injection.details
+                    )
         return None
 
     def _serve(self, handler: _Handler, method: str) -> None:
@@ -410,6 +434,8 @@ class FakeKubeAPI(ClusterState):
                 handler.headers.get("Authorization")
             ):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
+            if self.authorizer is not None:  # RBAC (tests/support/kube/strict_rbac.py)
+                self.authorizer.check(method, path, query)
             injected = self._take_injection(method, path)
             if injected is not None:
                 raise injected

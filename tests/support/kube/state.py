@@ -697,6 +697,7 @@ class ClusterState:
         """The common part of PUT and PATCH: preconditions, immutable fields, no-op detection."""
         meta, old_meta = new["metadata"], old["metadata"]
         name = old_meta["name"]
+        check_configmap_size(resource, name, new)
         requested = meta.get("resourceVersion")
         if requested and requested != old_meta["resourceVersion"]:
             raise conflict(resource, name)
@@ -869,7 +870,9 @@ class ClusterState:
             pod = self._get(PODS, namespace, name)
             if pod is None:
                 raise not_found(PODS, name)
-            self._check_preconditions(PODS, pod, options)
+            # As the real server: the budget is checked and decremented first, and the
+            # preconditions (uid, resourceVersion) only at the deletion that follows, so an
+            # eviction whose precondition fails has still spent a disruption.
             phase = pod.get("status", {}).get("phase")
             already = "deletionTimestamp" in pod["metadata"]
             budget_key: str | None = None
@@ -888,6 +891,7 @@ class ClusterState:
                     )
                 if budgets:
                     budget_key = self._use_budget(budgets[0], pod, dry_run)
+            self._check_preconditions(PODS, pod, options)
             if dry_run:
                 return {
                     "kind": "Status",
@@ -1031,3 +1035,19 @@ def _set_disruption_condition(status: Obj) -> None:
             "type": "DisruptionAllowed",
         }
     )
+
+
+#: ``validation.ValidateConfigMap``: data and binaryData together at most 1 MiB.
+CONFIGMAP_MAX_BYTES = 1024 * 1024
+
+
+def check_configmap_size(resource: ResourceType, name: str, obj: Obj) -> None:
+    """422 for a ConfigMap whose keys and values pass 1 MiB, as the API server refuses it."""
+    if resource.kind != "ConfigMap":
+        return
+    total = sum(len(k) + len(str(v).encode()) for k, v in (obj.get("data") or {}).items())
+    total += sum(len(k) + len(str(v)) * 3 // 4 for k, v in (obj.get("binaryData") or {}).items())
+    if total > CONFIGMAP_MAX_BYTES:
+        raise invalid(
+            resource, name, "[]", f"Too long: must have at most {CONFIGMAP_MAX_BYTES} bytes"
+        )
