@@ -30,6 +30,7 @@ from tests.api.conftest import client_for
 from tests.api.test_metrics import scrape, token, value  # noqa: F401
 from tests.integration.test_run_failures import partition, start_team_run  # noqa: F401
 from tests.integration.test_run_stops import CLOCK, preempted, run_with_a_change
+from tests.integration.test_web_partition_settings import form_as_saved
 from tests.support.console import signed_in_client
 from tests.support.team import START
 
@@ -205,3 +206,22 @@ def test_metrics_count_observed_victims_apart(
         == 1
     )
     assert PreemptionRun.objects.get().status == RunStatus.OBSERVED
+
+
+def test_the_console_asks_to_confirm_a_switch_from_observe_to_enforce(partition):  # noqa: F811
+    set_enforcement("observe")
+    client = signed_in_client("admin")
+    url = "/partitions/default/settings/"
+    refused = client.post(url, form_as_saved(partition, enforcement="enforce", comment="go"))
+    assert refused.status_code == 200
+    assert "Switching to enforce evicts" in refused.content.decode()
+    assert Partition.objects.get().enforcement == "observe"
+    saved = client.post(
+        url, form_as_saved(partition, enforcement="enforce", comment="go", confirm_enforce="on")
+    )
+    assert saved.status_code == 302
+    assert Partition.objects.get().enforcement == "enforce"
+    # Switching to observe needs no confirmation: it evicts nothing.
+    again = client.post(url, form_as_saved(partition, enforcement="observe", comment="watch"))
+    assert again.status_code == 302
+    assert Partition.objects.get().enforcement == "observe"
