@@ -31,6 +31,12 @@ VICTIM_STRATEGIES = ("single", "multiple")
 #: hide a typo.
 MAX_DEVIATION_PERCENT = 1000
 MAX_VICTIMS_LIMIT = 10_000
+#: The partition's enforcement modes (SPEC 5 "Enforcement mode"): ``enforce`` evicts,
+#: ``observe`` plans and records runs but evicts nothing.
+ENFORCEMENT_MODES = ("enforce", "observe")
+#: The highest ``max_evictions_per_minute`` (SPEC 5 "Pacing"; 0 means unlimited). Mirrored by
+#: ``scheduler_admin.limits.MAX_EVICTIONS_PER_MINUTE_MAX``.
+MAX_EVICTIONS_PER_MINUTE_LIMIT = 100_000
 PREEMPTION_POLICIES = ("default", "fence", "disabled")
 
 PROPERTY_POLICY = "preemption.policy"
@@ -132,7 +138,9 @@ class PartitionSettings:
 
     ``victim_strategy``, ``deviation_percent``, ``max_victims`` (required-node preemption, SPEC
     4.3) and ``soft_eviction`` (job preemption, SPEC 4.5) are the engine's options as the live
-    loop plans with them (``Options.of``). Like ``miss_percent`` they are the product's own:
+    loop plans with them (``Options.of``); ``enforcement`` and ``max_evictions_per_minute``
+    (SPEC 5) say whether and how fast the live loop evicts, and mean nothing to the engine.
+    Like ``miss_percent`` they are the product's own:
     they travel in the JSON form of the config, never in ``queues.yaml``. A snapshot saved
     before they existed reads as their defaults.
     """
@@ -148,6 +156,8 @@ class PartitionSettings:
     deviation_percent: int = 10
     max_victims: int = 5
     soft_eviction: bool = False
+    enforcement: str = "enforce"
+    max_evictions_per_minute: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -170,6 +180,8 @@ class PartitionSettings:
             "deviation_percent": self.deviation_percent,
             "max_victims": self.max_victims,
             "soft_eviction": self.soft_eviction,
+            "enforcement": self.enforcement,
+            "max_evictions_per_minute": self.max_evictions_per_minute,
             "extra": dict(self.extra),
         }
 
@@ -187,6 +199,8 @@ class PartitionSettings:
             deviation_percent=data.get("deviation_percent", 10),
             max_victims=data.get("max_victims", 5),
             soft_eviction=data.get("soft_eviction", False),
+            enforcement=data.get("enforcement", "enforce"),
+            max_evictions_per_minute=data.get("max_evictions_per_minute", 0),
             extra=dict(data.get("extra", {})),
         )
 

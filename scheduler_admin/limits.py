@@ -67,6 +67,9 @@ DOCUMENT_MAX_DEPTH = 64
 #: ``preemption.config.MAX_DEVIATION_PERCENT`` and ``MAX_VICTIMS_LIMIT``.
 DEVIATION_PERCENT_MAX = 1000
 MAX_VICTIMS_MAX = 10_000
+#: The highest pace of eviction orders a partition may set (mirrors
+#: ``preemption.config.MAX_EVICTIONS_PER_MINUTE_LIMIT``; 0 is unlimited).
+MAX_EVICTIONS_PER_MINUTE_MAX = 100_000
 
 #: Most eviction orders one bulk acknowledgement may name (``evictions/acknowledge``): a few
 #: hundred KB of JSON, one transaction of a second or so.

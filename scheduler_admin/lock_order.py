@@ -37,6 +37,9 @@ skipping the levels it does not need, never going back to an earlier level:
    again.
 6. **The queue's fencing-token row** (``QueueLock``) ``FOR UPDATE``: raised by a claim and an
    abort, checked by every worker write.
+   6b. **The partition's pacing lock** (a transaction-scoped advisory lock, chunks of a
+   partition with a pace only: ``runs.pacing``), so chunks of different runs count the last
+   minute's eviction orders in turn.
 7. **Run victims**, written by the run's fenced worker only.
 8. **Eviction orders**, several at once in id order (acknowledgements, reports); a chunk
    inserts its new ones.

@@ -365,6 +365,7 @@ SPECTACULAR_SETTINGS = {
     ],
     "ENUM_NAME_OVERRIDES": {
         "AskPolicyEnum": ["inter_queue", "priority"],
+        "EnforcementEnum": ["enforce", "observe"],
         "RunStatusEnum": "scheduler_admin.enforcement.models.RunStatus",
         "TimerStatusEnum": "scheduler_admin.enforcement.models.TimerStatus",
         "EvictionStatusEnum": "scheduler_admin.enforcement.models.EvictionStatus",

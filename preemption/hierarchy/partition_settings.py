@@ -8,7 +8,9 @@ from collections.abc import Mapping
 
 from preemption.config import (
     ASK_POLICIES,
+    ENFORCEMENT_MODES,
     MAX_DEVIATION_PERCENT,
+    MAX_EVICTIONS_PER_MINUTE_LIMIT,
     MAX_VICTIMS_LIMIT,
     VICTIM_STRATEGIES,
     PartitionSettings,
@@ -38,6 +40,19 @@ def settings_errors(settings: PartitionSettings) -> list[ConfigError]:
             )
     if settings.ask_policy not in ASK_POLICIES:
         errors.append(ConfigError(None, "ask_policy", f"must be one of {', '.join(ASK_POLICIES)}"))
+    if settings.enforcement not in ENFORCEMENT_MODES:
+        errors.append(
+            ConfigError(None, "enforcement", f"must be one of {', '.join(ENFORCEMENT_MODES)}")
+        )
+    pace = settings.max_evictions_per_minute
+    if not is_int(pace) or not 0 <= pace <= MAX_EVICTIONS_PER_MINUTE_LIMIT:
+        errors.append(
+            ConfigError(
+                None,
+                "max_evictions_per_minute",
+                f"must be an integer from 0 (unlimited) to {MAX_EVICTIONS_PER_MINUTE_LIMIT}",
+            )
+        )
     for key in ("preemption_enabled", "quota_preemption_enabled", "soft_eviction"):
         if not isinstance(getattr(settings, key), bool):
             errors.append(ConfigError(None, key, "must be true or false"))

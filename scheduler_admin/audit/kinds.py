@@ -40,6 +40,7 @@ class AuditKind(models.TextChoices):
     RUN_FAILED = "run.failed", "Preemption run failed"
     RUN_ABORTED = "run.aborted", "Preemption run aborted"
     RUN_STOPPED = "run.stopped", "Preemption run stopped (no longer needed)"
+    RUN_OBSERVED = "run.observed", "Preemption run observed (nothing evicted)"
     VICTIM_PREEMPTED = "victim.preempted", "Victim preempted"
     EVICTION_ACKNOWLEDGED = "eviction.acknowledged", "Eviction acknowledged"
     EVICTION_DELIVERY_FAILED = "eviction.delivery_failed", "Eviction webhook failed"

@@ -21,11 +21,21 @@ from django.db import transaction
 EXECUTE_RUN = "scheduler_admin.enforcement.tasks.execute_run"
 
 
-def send_on_commit(task: str, *args: object) -> None:
-    """Send ``task`` (its registered name) with positional JSON ``args`` after commit."""
-    transaction.on_commit(functools.partial(current_app.signature(task, args=args).delay))
+#: The longest countdown a task may be sent with: far inside the broker's visibility timeout
+#: (a longer one would be redelivered early on Redis); longer waits are the reaper's to resume.
+MAX_COUNTDOWN_SECONDS = 60
 
 
-def enqueue_run(run_id: int) -> None:
-    """Hand the run to a worker once the transaction that created (or re-enqueued) it commits."""
-    send_on_commit(EXECUTE_RUN, run_id)
+def send_on_commit(task: str, *args: object, countdown: int = 0) -> None:
+    """Send ``task`` (its registered name) with positional JSON ``args`` after commit, after
+    ``countdown`` seconds (at most ``MAX_COUNTDOWN_SECONDS``)."""
+    signature = current_app.signature(task, args=args)
+    if countdown > 0:
+        signature = signature.set(countdown=min(countdown, MAX_COUNTDOWN_SECONDS))
+    transaction.on_commit(functools.partial(signature.apply_async))
+
+
+def enqueue_run(run_id: int, *, countdown: int = 0) -> None:
+    """Hand the run to a worker once the transaction that created (or re-enqueued) it commits;
+    a paused run (``runs.pacing``) after ``countdown`` seconds."""
+    send_on_commit(EXECUTE_RUN, run_id, countdown=countdown)

@@ -97,6 +97,9 @@ class RunStatus(models.TextChoices):
     FAILED = "failed", "Failed"
     #: Ended before its last victim because it was no longer needed (SPEC 5): ``stop_reason``.
     STOPPED = "stopped", "Stopped (no longer needed)"
+    #: Planned and recorded in a partition that only observes (SPEC 5 "Enforcement mode"): no
+    #: eviction order was created, no task changed.
+    OBSERVED = "observed", "Observed (nothing evicted)"
 
 
 ACTIVE_RUN_STATUSES = (RunStatus.PENDING, RunStatus.RUNNING)
@@ -143,8 +146,9 @@ class PreemptionRun(models.Model):
     and every explained candidate, with its facts and reason, as a ``RunCandidate`` row; then
     each victim is preempted (idempotently); the run ends ``finished`` with the plan's outcome,
     or ``stopped`` before a chunk when it is no longer needed (``stop_reason``), or ``failed``
-    (aborted, or out of attempts: ``error``). A resumed run (after its worker died) finishes the
-    stored victim list and never plans again.
+    (aborted, or out of attempts: ``error``), or ``observed`` right after planning when it was
+    created in a partition that only observes (``observe``). A resumed run (after its worker
+    died) finishes the stored victim list and never plans again.
     """
 
     partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="runs")
@@ -172,6 +176,13 @@ class PreemptionRun(models.Model):
     #: Its victims get soft eviction orders (SPEC 4.5 ``soft_eviction``: the pod is labelled and
     #: its owner deletes it). Fixed when the run is created, so a resumed run orders alike.
     soft_eviction = models.BooleanField(default=False, db_default=False)
+    #: Created while its partition only observed (SPEC 5 "Enforcement mode"): it plans and
+    #: records, then ends ``observed`` without evicting. Fixed when the run is created, like
+    #: ``soft_eviction``, so a resumed run does the same.
+    observe = models.BooleanField(default=False, db_default=False)
+    #: Paused by its partition's pace until then (SPEC 5 "Pacing", ``runs.pacing``): its lease
+    #: ends at the same moment, and the claim that goes on is not a new attempt. Null otherwise.
+    paced_until = models.DateTimeField(null=True, blank=True)
     #: What the plan was for, as the state had it when the run planned (``preemption.explain.
     #: subject_facts``): the queue with its usage, max, guarantee and target, or the ask (id,
     #: queue, priority, resources, ...), or the job. Empty until planned.
@@ -350,6 +361,8 @@ class EvictionOrder(models.Model):
         indexes = [
             models.Index(fields=["status", "next_attempt_at"], name="eviction_due"),
             models.Index(fields=["partition", "status"], name="eviction_partition_status"),
+            # Pacing counts a partition's orders of the last minute before every paced chunk.
+            models.Index(fields=["partition", "-created_at"], name="eviction_partition_created"),
         ]
 
     def __str__(self) -> str:

@@ -40,6 +40,8 @@ GAUGES: dict[str, tuple[str, ...]] = {
     "scheduler_admin_quota_timers_pending": ("partition",),
     "scheduler_admin_quota_timer_next_due_seconds": ("partition",),
     "scheduler_admin_runs_active": ("partition", "status"),
+    "scheduler_admin_paced_victims_left": ("partition",),
+    "scheduler_admin_paced_runs_waiting": ("partition",),
     "scheduler_admin_agent_last_push_age_seconds": ("partition", "agent"),
     "scheduler_admin_agent_heartbeat_age_seconds": ("partition", "agent"),
     "scheduler_admin_heartbeat_age_seconds": ("kind",),
@@ -83,6 +85,7 @@ class DatabaseCollector:
         yield from self._evictions(partitions, now)
         yield from self._timers(partitions, now)
         yield from self._runs(partitions)
+        yield from self._paced(partitions)
         yield from self._agents(now)
         yield from self._heartbeats(now)
         yield from self._queues(partitions)
@@ -177,6 +180,58 @@ class DatabaseCollector:
         for labels, count in sorted(counts.items()):
             active.add_metric(list(labels), count)
         yield active
+
+    def _paced(self, partitions: dict[int, str]) -> Iterator[Metric]:
+        from scheduler_admin.enforcement.models import (
+            ACTIVE_RUN_STATUSES,
+            PreemptionRun,
+            RunVictim,
+        )
+
+        left = _gauge(
+            "scheduler_admin_paced_victims_left",
+            "Victims of active runs not preempted yet, in partitions with a pace "
+            "(max_evictions_per_minute); divided by the pace, the minutes left at the earliest.",
+        )
+        waiting = _gauge(
+            "scheduler_admin_paced_runs_waiting",
+            "Runs the partition's pace holds until its last minute's eviction orders leave "
+            "the window, by partition.",
+        )
+        from scheduler_admin.queues.models import Partition
+
+        paced = set(
+            Partition.objects.filter(max_evictions_per_minute__gt=0).values_list("pk", flat=True)
+        )
+        victims = (
+            RunVictim.objects.filter(
+                run__partition_id__in=paced,
+                run__status__in=ACTIVE_RUN_STATUSES,
+                preempted_at__isnull=True,
+            )
+            .values("run__partition_id")
+            .annotate(count=Count("id"))
+            .order_by()
+        )
+        counts = dict.fromkeys(paced, 0)
+        for row in victims:
+            counts[row["run__partition_id"]] = row["count"]
+        held = (
+            PreemptionRun.objects.filter(partition_id__in=paced, paced_until__isnull=False)
+            .filter(status__in=ACTIVE_RUN_STATUSES)
+            .values("partition_id")
+            .annotate(count=Count("id"))
+            .order_by()
+        )
+        holds = dict.fromkeys(paced, 0)
+        for row in held:
+            holds[row["partition_id"]] = row["count"]
+        for pk in sorted(paced, key=lambda pk: partitions.get(pk, "")):
+            if pk in partitions:
+                left.add_metric([partitions[pk]], counts[pk])
+                waiting.add_metric([partitions[pk]], holds[pk])
+        yield left
+        yield waiting
 
     def _agents(self, now: datetime) -> Iterator[Metric]:
         from scheduler_admin.agents.models import ClusterAgent

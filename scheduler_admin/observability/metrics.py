@@ -92,7 +92,8 @@ RUNS = Counter(
     "best_effort, short, does_not_help, not_triggered) for a finished run, failed for a run "
     "that gave up after RUN_MAX_ATTEMPTS, aborted for one an admin aborted, stopped for one "
     "that ended early because it was no longer needed (its queue back within max, quota "
-    "preemption switched off, its ask no longer pending).",
+    "preemption switched off, its ask no longer pending), observed for one of a partition that "
+    "only observes (nothing evicted).",
     ["partition", "policy", "outcome"],
     registry=REGISTRY,
 )
@@ -101,6 +102,14 @@ VICTIMS = Counter(
     "Tasks preempted by runs (an eviction order created), by partition, the run's policy, the "
     "victim's queue (cut to METRICS_QUEUE_MAX_DEPTH levels below root) and the reason the run "
     "was started: quota_timer (a lowered max), ask (a waiting task) or job (a gang).",
+    ["partition", "policy", "queue", "reason"],
+    registry=REGISTRY,
+)
+VICTIMS_OBSERVED = Counter(
+    "scheduler_admin_victims_observed",
+    "Tasks runs would have preempted in a partition that only observes (no eviction order "
+    "created), by the same labels as scheduler_admin_victims; counted when the run ends "
+    "observed.",
     ["partition", "policy", "queue", "reason"],
     registry=REGISTRY,
 )
@@ -124,7 +133,7 @@ RUN_DURATION_SECONDS = Histogram(
 
 #: Every counter and histogram (docs/reference/metrics.md and the Grafana dashboard's test list
 #: them; tests/unit/test_docs_site.py checks the first).
-COUNTERS = (RUNS, VICTIMS)
+COUNTERS = (RUNS, VICTIMS, VICTIMS_OBSERVED)
 HISTOGRAMS = (EVICTION_ACK_SECONDS, RUN_DURATION_SECONDS)
 
 
@@ -159,12 +168,21 @@ def run_ended(run: PreemptionRun, *, outcome: str, ended_at: datetime) -> None:
 
 def victims_preempted(run: PreemptionRun, victims: Iterable[RunVictim]) -> None:
     """Eviction orders were created for ``victims`` of ``run`` (one chunk)."""
+    _count_victims(VICTIMS, run, victims)
+
+
+def victims_observed(run: PreemptionRun, victims: Iterable[RunVictim]) -> None:
+    """An observed run would have preempted ``victims`` (none of them was)."""
+    _count_victims(VICTIMS_OBSERVED, run, victims)
+
+
+def _count_victims(counter: Counter, run: PreemptionRun, victims: Iterable[RunVictim]) -> None:
     per_queue = Tally(queue_label(victim.queue_path) for victim in victims)
     partition, policy, reason = run.partition.name, str(run.policy), str(run.trigger)
 
     def observe() -> None:
         for queue, count in per_queue.items():
-            VICTIMS.labels(partition, policy, queue, reason).inc(count)
+            counter.labels(partition, policy, queue, reason).inc(count)
 
     _after_commit(observe)
 

@@ -17,6 +17,13 @@ from django.db.models.expressions import RawSQL
 from preemption.config import VICTIM_STRATEGIES, PartitionConfig, PartitionSettings, QueueConfig
 
 
+class EnforcementMode(models.TextChoices):
+    """SPEC 5 "Enforcement mode": whether the partition's runs evict, or only plan and record."""
+
+    ENFORCE = "enforce", "Enforce (evict)"
+    OBSERVE = "observe", "Observe only (evict nothing)"
+
+
 class AskPolicy(models.TextChoices):
     INTER_QUEUE = "inter_queue", "Inter-queue (seven laws)"
     PRIORITY = "priority", "Kubernetes priority"
@@ -55,6 +62,15 @@ class Partition(models.Model):
     deviation_percent = models.PositiveIntegerField(default=10, db_default=10)
     max_victims = models.PositiveIntegerField(default=5, db_default=5)
     soft_eviction = models.BooleanField(default=False, db_default=False)
+    #: Whether runs evict or only observe, and how many eviction orders the partition's runs may
+    #: create together in any minute (0: unlimited) (SPEC 5). Database defaults as above.
+    enforcement = models.CharField(
+        max_length=10,
+        choices=EnforcementMode.choices,
+        default=EnforcementMode.ENFORCE,
+        db_default=EnforcementMode.ENFORCE.value,
+    )
+    max_evictions_per_minute = models.PositiveIntegerField(default=0, db_default=0)
     extra = models.JSONField(default=dict, blank=True)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -71,6 +87,11 @@ class Partition(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    @property
+    def observes(self) -> bool:
+        """Whether the partition only observes (plans and records runs, evicts nothing)."""
+        return self.enforcement == EnforcementMode.OBSERVE
+
     def settings_config(self) -> PartitionSettings:
         return PartitionSettings(
             name=self.name,
@@ -84,6 +105,8 @@ class Partition(models.Model):
             deviation_percent=self.deviation_percent,
             max_victims=self.max_victims,
             soft_eviction=self.soft_eviction,
+            enforcement=self.enforcement,
+            max_evictions_per_minute=self.max_evictions_per_minute,
             extra=self.extra,
         )
 

@@ -47,6 +47,7 @@ from preemption.hierarchy import (
 from scheduler_admin import deadlines
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
+from scheduler_admin.enforcement.runs.observing import judge_observed_again
 from scheduler_admin.enforcement.timers import apply_config_change
 from scheduler_admin.lock_order import retry_on_conflict
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, RevisionKind
@@ -99,6 +100,8 @@ PRODUCT_SETTINGS = (
     "deviation_percent",
     "max_victims",
     "soft_eviction",
+    "enforcement",
+    "max_evictions_per_minute",
 )
 
 _KIND_EVENTS = {
@@ -494,6 +497,8 @@ def _save_config(
     )
     # Quota timers start, reset or stop with the change, in the same transaction (SPEC 4.1).
     apply_config_change(partition, before, config, at=now, actor=actor, revision_number=number)
+    # Observe -> enforce: the observed queues and waiting asks are judged again (SPEC 5).
+    judge_observed_again(partition, before, config, at=now, actor=actor, revision_number=number)
     record_event(
         _KIND_EVENTS[RevisionKind(kind)],
         actor=actor,

@@ -41,6 +41,8 @@ def sample() -> PartitionConfig:
         deviation_percent=25,
         max_victims=3,
         soft_eviction=True,
+        enforcement="observe",
+        max_evictions_per_minute=100,
         extra={"placementrules": [{"name": "provided", "create": False}]},
     )
 
@@ -72,6 +74,8 @@ def test_snapshot_layout() -> None:
         "deviation_percent": 25,
         "max_victims": 3,
         "soft_eviction": True,
+        "enforcement": "observe",
+        "max_evictions_per_minute": 100,
         "extra": {"placementrules": [{"name": "provided", "create": False}]},
     }
     assert [item["path"] for item in snapshot["queues"]] == [

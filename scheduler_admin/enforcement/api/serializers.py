@@ -24,6 +24,7 @@ from scheduler_admin.enforcement.models import (
     RunVictim,
     TimerStatus,
 )
+from scheduler_admin.enforcement.runs.pacing import paced_progress
 from scheduler_admin.limits import (
     BIGINT_MAX,
     BULK_ACK_MAX_ORDERS,
@@ -188,21 +189,59 @@ class RunSerializer(serializers.ModelSerializer):
     targets = TargetsField(read_only=True)
     freed = ResourcesField(read_only=True)
     nominations = NominationsField(read_only=True)
+    progress = serializers.SerializerMethodField(
+        help_text="For an active run of a partition with a pace (`max_evictions_per_minute`): "
+        "`preempted` and `victims` so far, and `expected_end`, when it should create its last "
+        "eviction order at the earliest (other runs of the partition share the pace). Null "
+        "otherwise."
+    )
 
     class Meta:
         model = PreemptionRun
         fields = [
             "id", "partition", "queue", "policy", "trigger", "trigger_id", "timer", "status",
             "outcome", "attempt", "worker", "created_at", "started_at", "finished_at", "node",
-            "targets", "freed", "nominations", "victim_count", "error", "stop_reason",
+            "targets", "freed", "nominations", "victim_count", "error", "stop_reason", "observe",
+            "paced_until", "progress",
         ]  # fmt: skip
         read_only_fields = fields
         extra_kwargs = {
+            "paced_until": {
+                "help_text": "While its partition's pace holds it: when the run goes on (it "
+                "waits for the last minute's eviction orders to leave the window). Null "
+                "otherwise."
+            },
+            "observe": {
+                "help_text": "Created while its partition only observed: the run plans and "
+                "records its victims (what it would have evicted), creates no eviction order "
+                "and ends `observed`."
+            },
             "stop_reason": {
                 "help_text": "For a `stopped` run: why it was no longer needed before its next "
                 "victims (its queue back within max, quota preemption switched off for it, its "
                 "ask no longer pending). Empty otherwise."
-            }
+            },
+        }
+
+    @extend_schema_field(
+        {
+            "type": "object",
+            "nullable": True,
+            "properties": {
+                "preempted": {"type": "integer"},
+                "victims": {"type": "integer"},
+                "expected_end": {"type": "string", "format": "date-time", "nullable": True},
+            },
+        }
+    )
+    def get_progress(self, obj: PreemptionRun) -> dict[str, Any] | None:
+        progress = paced_progress(obj, timezone.now())
+        if progress is None:
+            return None
+        return {
+            "preempted": progress.preempted,
+            "victims": progress.victims,
+            "expected_end": progress.expected_end.isoformat() if progress.expected_end else None,
         }
 
 

@@ -42,6 +42,7 @@ from scheduler_admin.enforcement.models import (
 )
 from scheduler_admin.enforcement.record import Described, store_plan
 from scheduler_admin.enforcement.runs.events import run_event, run_event_row
+from scheduler_admin.enforcement.runs.observing import observes_now
 from scheduler_admin.enforcement.timers import as_engine_timer, load_due_state, timer_event
 from scheduler_admin.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.queues.models import Partition
@@ -209,6 +210,7 @@ def _fire_timers(partition: Partition, rows: list[QuotaTimer], now: datetime) ->
     if not rows:
         return []
     created_at = _creation_time(now)
+    observe = observes_now(partition)
     fired = QuotaTimer.objects.filter(
         pk__in=[row.pk for row in rows], status=TimerStatus.PENDING
     ).update(status=TimerStatus.FIRED, ended_at=created_at)
@@ -223,6 +225,7 @@ def _fire_timers(partition: Partition, rows: list[QuotaTimer], now: datetime) ->
             trigger_id=str(row.pk),
             timer=row,
             created_at=created_at,
+            observe=observe,
         )
         for row in rows
     )
@@ -345,6 +348,8 @@ def _sweep_partition_asks(partition: Partition, now: datetime) -> list[int]:
         if run is not None:
             created.append(run.pk)
             active.add(ask.queue)
+            if run.observe:  # observed once per delay, as an ask that preemption cannot help
+                _retry_later(partition, state, ask, now)
     return created
 
 
@@ -406,6 +411,7 @@ def _create_ask_run(
             logger.info("%s %s: no run this sweep: %s", trigger, trigger_id, stale)
             return None
         now = _creation_time(now)
+        observe = observes_now(partition)
         run = PreemptionRun.objects.create(
             partition=partition,
             policy=plan.policy,
@@ -414,9 +420,11 @@ def _create_ask_run(
             trigger_id=trigger_id,
             created_at=now,
             soft_eviction=soft,
+            observe=observe,
         )
         store_plan(run, plan, described)
-        _reserve_nodes(partition, ask, plan)
+        if not observe:  # an observing partition changes no ask
+            _reserve_nodes(partition, ask, plan)
         run_event(
             AuditKind.RUN_STARTED,
             run,

@@ -38,9 +38,11 @@ from scheduler_admin.enforcement.models import (
     active_run_queues,
 )
 from scheduler_admin.enforcement.record import Described, store_plan
+from scheduler_admin.enforcement.runs import pacing
 from scheduler_admin.enforcement.runs.events import run_event
 from scheduler_admin.enforcement.runs.failure import attempt_failed, end_failed
 from scheduler_admin.enforcement.runs.fencing import StaleRun, fence, lock_run, raise_token
+from scheduler_admin.enforcement.runs.observing import end_observed
 from scheduler_admin.enforcement.runs.stopping import end_stopped, no_longer_needed
 from scheduler_admin.limits import WORKER_NAME_MAX_LENGTH
 from scheduler_admin.lock_order import retry_on_conflict
@@ -65,7 +67,9 @@ def execute_run(run_id: int, *, worker: str) -> PreemptionRun | None:
     try:
         if not run.planned:
             _plan_run(run, token)
-        if _preempt_victims(run, token):
+        if run.observe:  # the partition only observed when the run was created: evict nothing
+            end_observed(run, token)
+        elif _preempt_victims(run, token):
             _finish_run(run, token)
     except StaleRun:
         logger.warning(
@@ -100,6 +104,9 @@ def claim_run(run_id: int, *, worker: str, now: datetime | None = None) -> int |
         if run.status == RunStatus.RUNNING and run.lease_expires_at and run.lease_expires_at > now:
             return None
         lock = raise_token(run)
+        if run.paced_until is not None:
+            # A run its partition's pace paused (``pacing.pause``) goes on: not a new attempt.
+            return _go_on_paced(run, lock.token, now, worker)
         if run.attempt >= settings.RUN_MAX_ATTEMPTS:
             # Every attempt so far ended without finishing (its worker died, or it raised):
             # a further one would fare no better, and the run blocks its queue meanwhile.
@@ -134,6 +141,18 @@ def claim_run(run_id: int, *, worker: str, now: datetime | None = None) -> int |
                 data={"run": run.pk, "attempt": run.attempt, "fence_token": lock.token},
             )
     return lock.token
+
+
+def _go_on_paced(run: PreemptionRun, token: int, now: datetime, worker: str) -> int:
+    """The claim of a paused run (in ``claim_run``'s transaction, its token raised): a fresh
+    lease and the new token, the pause cleared, the attempt count unchanged."""
+    PreemptionRun.objects.filter(pk=run.pk).update(
+        fence_token=token,
+        lease_expires_at=now + timedelta(seconds=settings.RUN_LEASE_SECONDS),
+        worker=worker,
+        paced_until=None,
+    )
+    return token
 
 
 def _plan_run(run: PreemptionRun, token: int) -> None:
@@ -223,7 +242,8 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
     """Preempt stored victims exactly once, in one transaction under the run's fence: mark
     them, create their eviction orders, turn their allocations ``preempting`` (they no longer
     count towards usage) and audit each, with a few statements for the whole chunk. Returns
-    False, having preempted nothing, when the run is no longer needed: it ends ``stopped``.
+    False, having preempted nothing, when the run is no longer needed: it ends ``stopped``; and
+    False when the partition's pace paused it (``pacing``), having preempted what the pace left.
 
     0. Fence and re-check (``fencing.fence``, ``stopping.no_longer_needed``): the run must
        still be running with its token, and still needed, judged under the partition lock, on
@@ -236,6 +256,10 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
     3. The allocations of the orders created turn ``preempting`` (locked in id order first, as
        every writer of many allocations locks them, then one update).
     4. One ``victim.preempted`` audit event per order created, as before (one insert).
+
+    With a pace (``max_evictions_per_minute``), steps 1 to 4 (``_create_orders``) take only the
+    victims the partition's last minute leaves room for, under the pacing lock; the run then
+    pauses until the window frees and goes on in a later claim.
     """
     by_pk = {victim.pk: victim for victim in victims}
     with transaction.atomic():
@@ -249,68 +273,85 @@ def _preempt_chunk(run: PreemptionRun, victims: list[RunVictim], token: int) -> 
         marked = sorted(unmarked.values_list("pk", flat=True), key=lambda pk: by_pk[pk].position)
         if not marked:
             return True
-        RunVictim.objects.filter(pk__in=marked).update(preempted_at=now)
-        EvictionOrder.objects.bulk_create(
-            [
-                EvictionOrder(
-                    partition=run.partition,
-                    run=run,
-                    victim_id=pk,
-                    allocation_id=by_pk[pk].allocation_id,
-                    node_name=by_pk[pk].node_name,
-                    soft=run.soft_eviction,
-                    created_at=now,
-                    next_attempt_at=now,
-                )
-                for pk in marked
-            ],
-            ignore_conflicts=True,
-        )
-        orders = dict(
-            EvictionOrder.objects.filter(victim_id__in=marked).values_list("victim_id", "pk")
-        )
-        skipped = [by_pk[pk].allocation_id for pk in marked if pk not in orders]
-        if skipped:
-            # eviction_once_per_allocation: another run already evicts these tasks.
-            logger.info("run %s: %s already have an eviction order", run.pk, ", ".join(skipped))
-        created = [by_pk[pk] for pk in marked if pk in orders]
-        if not created:
-            return True
-        # In id order, as a cluster-state push locks them (``cluster.locking``).
-        lock_allocations(run.partition, [victim.allocation_id for victim in created])
-        Allocation.objects.filter(
-            partition=run.partition,
-            external_id__in=[victim.allocation_id for victim in created],
-            state=AllocationState.RUNNING,
-        ).update(state=AllocationState.PREEMPTING, state_changed_at=now)
-        order_kind = "soft eviction order" if run.soft_eviction else "eviction order"
-        record_events(
-            [
-                new_event(
-                    AuditKind.VICTIM_PREEMPTED,
-                    actor=None,
-                    at=now,
-                    partition_name=run.partition.name,
-                    queue_path=victim.queue_path,
-                    object_type="allocation",
-                    object_id=victim.allocation_id,
-                    summary=f"Run {run.pk} preempted {victim.allocation_id} on "
-                    f"{victim.node_name} ({order_kind} {orders[victim.pk]})",
-                    data={
-                        "run": run.pk,
-                        "allocation": victim.allocation_id,
-                        "order": orders[victim.pk],
-                        "position": victim.position,
-                        "resources": victim.resources,
-                        "fence_token": token,
-                        **({"soft": True} if run.soft_eviction else {}),
-                    },
-                )
-                for victim in created
-            ]
-        )
-        metrics.victims_preempted(run, created)
+        pace = pacing.pace_of(run.partition_id)
+        if pace:  # SPEC 5 "Pacing": only what the partition's last minute leaves
+            pacing.lock_pace(run.partition_id)
+            now = timezone.now()  # after the pacing lock: the orders' time, counted by others
+            allowed = pacing.allowance(run.partition_id, pace, now)
+            if allowed.count is not None and allowed.count < len(marked):
+                _create_orders(run, token, [by_pk[pk] for pk in marked[: allowed.count]], now)
+                full = pacing.allowance(run.partition_id, pace, now)  # the window is full now
+                pacing.pause(run, full.free_at or now + pacing.WINDOW, now)
+                return False
+        _create_orders(run, token, [by_pk[pk] for pk in marked], now)
     return True
+
+
+def _create_orders(run: PreemptionRun, token: int, chosen: list[RunVictim], now: datetime) -> None:
+    """Steps 1 to 4 of ``_preempt_chunk`` for the victims ``chosen`` (unmarked, in order)."""
+    if not chosen:
+        return
+    by_pk = {victim.pk: victim for victim in chosen}
+    marked = [victim.pk for victim in chosen]
+    RunVictim.objects.filter(pk__in=marked).update(preempted_at=now)
+    EvictionOrder.objects.bulk_create(
+        [
+            EvictionOrder(
+                partition=run.partition,
+                run=run,
+                victim_id=pk,
+                allocation_id=by_pk[pk].allocation_id,
+                node_name=by_pk[pk].node_name,
+                soft=run.soft_eviction,
+                created_at=now,
+                next_attempt_at=now,
+            )
+            for pk in marked
+        ],
+        ignore_conflicts=True,
+    )
+    orders = dict(EvictionOrder.objects.filter(victim_id__in=marked).values_list("victim_id", "pk"))
+    skipped = [by_pk[pk].allocation_id for pk in marked if pk not in orders]
+    if skipped:
+        # eviction_once_per_allocation: another run already evicts these tasks.
+        logger.info("run %s: %s already have an eviction order", run.pk, ", ".join(skipped))
+    created = [by_pk[pk] for pk in marked if pk in orders]
+    if not created:
+        return
+    # In id order, as a cluster-state push locks them (``cluster.locking``).
+    lock_allocations(run.partition, [victim.allocation_id for victim in created])
+    Allocation.objects.filter(
+        partition=run.partition,
+        external_id__in=[victim.allocation_id for victim in created],
+        state=AllocationState.RUNNING,
+    ).update(state=AllocationState.PREEMPTING, state_changed_at=now)
+    order_kind = "soft eviction order" if run.soft_eviction else "eviction order"
+    record_events(
+        [
+            new_event(
+                AuditKind.VICTIM_PREEMPTED,
+                actor=None,
+                at=now,
+                partition_name=run.partition.name,
+                queue_path=victim.queue_path,
+                object_type="allocation",
+                object_id=victim.allocation_id,
+                summary=f"Run {run.pk} preempted {victim.allocation_id} on "
+                f"{victim.node_name} ({order_kind} {orders[victim.pk]})",
+                data={
+                    "run": run.pk,
+                    "allocation": victim.allocation_id,
+                    "order": orders[victim.pk],
+                    "position": victim.position,
+                    "resources": victim.resources,
+                    "fence_token": token,
+                    **({"soft": True} if run.soft_eviction else {}),
+                },
+            )
+            for victim in created
+        ]
+    )
+    metrics.victims_preempted(run, created)
 
 
 @retry_on_conflict

@@ -21,7 +21,7 @@ from scheduler_admin.cluster.usage import ENGINE_STATES, leaf_usage
 from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
 from scheduler_admin.enforcement.runs.events import run_event
 from scheduler_admin.observability import metrics
-from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.models import EnforcementMode, Partition
 from scheduler_admin.queues.saved import current_tree
 
 #: The ``outcome`` label a stopped run is counted under in the metrics.
@@ -32,7 +32,11 @@ def no_longer_needed(run: PreemptionRun) -> str:
     """Why the run should stop before its next chunk (SPEC 5 "A run stops when it is no longer
     needed"), "" while it is still needed. Called under the chunk's locks: a config save takes
     the partition row exclusive, so it either committed before this check (which sees the new
-    max or switch) or waits for the chunk to commit (``lock_order`` level 2)."""
+    max or switch) or waits for the chunk to commit (``lock_order`` level 2). A run that
+    enforces stops too when its partition was switched to observe only."""
+    mode = Partition.objects.filter(pk=run.partition_id).values_list("enforcement", flat=True)
+    if not run.observe and mode.first() == EnforcementMode.OBSERVE:
+        return "the partition was switched to observe only"
     if run.policy == engine.PolicyName.QUOTA:
         return _quota_no_longer_needed(run)
     return _ask_no_longer_pending(run)

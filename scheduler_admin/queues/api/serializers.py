@@ -19,6 +19,7 @@ from rest_framework import serializers
 from preemption import resources
 from preemption.config import (
     ASK_POLICIES,
+    ENFORCEMENT_MODES,
     MAX_DEVIATION_PERCENT,
     MAX_VICTIMS_LIMIT,
     VICTIM_STRATEGIES,
@@ -275,10 +276,36 @@ SOFT_EVICTION_HELP = (
 )
 
 
+ENFORCEMENT_HELP = (
+    "`enforce` (default): runs evict their victims. `observe`: runs plan and record their "
+    "victims, candidates and reasons, but create no eviction order and change no task; they "
+    "end `observed`. Switching to `enforce` starts the observed queues' quota timers again, "
+    "due at once, and plans every waiting ask again on the next sweep."
+)
+PACE_HELP = (
+    "The most eviction orders the partition's runs create together in any 60 seconds; 0 "
+    "(default) is unlimited. A run that reaches it waits and goes on when the window frees."
+)
+
+
+def enforcement_field(**kwargs: Any) -> serializers.ChoiceField:
+    return serializers.ChoiceField(choices=ENFORCEMENT_MODES, help_text=ENFORCEMENT_HELP, **kwargs)
+
+
+def pace_field(**kwargs: Any) -> serializers.IntegerField:
+    return serializers.IntegerField(
+        min_value=0,
+        max_value=limits.MAX_EVICTIONS_PER_MINUTE_MAX,
+        help_text=PACE_HELP,
+        **kwargs,
+    )
+
+
 class PartitionSerializer(serializers.ModelSerializer):
     default_preemption_delay = DurationField()
     daemonset_preemption_delay = DurationField()
     victim_strategy = VictimStrategyField(read_only=True)
+    enforcement = enforcement_field(read_only=True)
     queue_count = serializers.IntegerField(source="queues.count", read_only=True)
 
     class Meta:
@@ -286,8 +313,8 @@ class PartitionSerializer(serializers.ModelSerializer):
         fields = [
             "name", "preemption_enabled", "quota_preemption_enabled", "miss_percent",
             "default_preemption_delay", "daemonset_preemption_delay", "ask_policy",
-            "victim_strategy", "deviation_percent", "max_victims", "soft_eviction", "version",
-            "queue_count", "updated_at",
+            "victim_strategy", "deviation_percent", "max_victims", "soft_eviction",
+            "enforcement", "max_evictions_per_minute", "version", "queue_count", "updated_at",
         ]  # fmt: skip
         read_only_fields = ["name", "version", "queue_count", "updated_at"]
 
@@ -303,6 +330,8 @@ class PartitionPatchSerializer(StrictSerializer):
     deviation_percent = deviation_percent_field(required=False)
     max_victims = max_victims_field(required=False)
     soft_eviction = serializers.BooleanField(required=False, help_text=SOFT_EVICTION_HELP)
+    enforcement = enforcement_field(required=False)
+    max_evictions_per_minute = pace_field(required=False)
     version = version_field(help_text="The partition version you read (optional: without it "
                                       "the change is not checked for staleness).")  # fmt: skip
     comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
@@ -432,6 +461,8 @@ class ConfigSettingsSerializer(StrictSerializer):
     deviation_percent = deviation_percent_field(default=10)
     max_victims = max_victims_field(default=5)
     soft_eviction = serializers.BooleanField(default=False, help_text=SOFT_EVICTION_HELP)
+    enforcement = enforcement_field(default="enforce")
+    max_evictions_per_minute = pace_field(default=0)
     extra = PartitionKeptKeysField(required=False, default=dict)
 
 
@@ -609,6 +640,8 @@ def config_to_json(config: PartitionConfig, version: int) -> dict[str, Any]:
             "deviation_percent": settings.deviation_percent,
             "max_victims": settings.max_victims,
             "soft_eviction": settings.soft_eviction,
+            "enforcement": settings.enforcement,
+            "max_evictions_per_minute": settings.max_evictions_per_minute,
             "extra": dict(settings.extra),
         },
         "queues": [

@@ -19,6 +19,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_POST, require_safe
 
 from scheduler_admin.accounts import permissions
@@ -35,6 +36,7 @@ from scheduler_admin.enforcement.models import (
     RunCandidate,
     RunStatus,
 )
+from scheduler_admin.enforcement.runs.pacing import paced_progress
 from scheduler_admin.limits import COMMENT_MAX_LENGTH
 from scheduler_admin.web.activity import presenters
 from scheduler_admin.web.common import partition_choices, require
@@ -178,6 +180,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "orders_pending": orders.filter(status=EvictionStatus.PENDING).count(),
             "orders_answers": presenters.cluster_answers(orders),
             "active": run.status in ACTIVE_RUN_STATUSES,
+            "progress": paced_progress(run, timezone.now()),
             "may_abort": bool(can(request.user, ABORT_RUN, run.partition, run.queue_path)),
             "abort_form": AbortForm(),
         },

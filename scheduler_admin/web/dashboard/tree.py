@@ -124,6 +124,8 @@ class RunLink:
             return f"finished: {self.outcome.replace('_', ' ')}"
         if self.status == RunStatus.STOPPED:
             return "stopped: no longer needed"
+        if self.status == RunStatus.OBSERVED:
+            return "observed: evicted nothing"
         return str(self.status)
 
     def state(self) -> dict[str, object]:

@@ -11,7 +11,7 @@ from django import forms
 from preemption.config import PartitionSettings
 from preemption.durations import DurationError, format_duration, parse_whole_seconds
 from scheduler_admin import limits
-from scheduler_admin.queues.models import AskPolicy
+from scheduler_admin.queues.models import AskPolicy, EnforcementMode, Partition
 
 STRATEGY_CHOICES = [
     ("single,multiple", "single, then multiple (default)"),
@@ -103,6 +103,24 @@ class PartitionSettingsForm(forms.Form):
         help_text="Job preemption labels its victims and lets their owners delete them, "
         "instead of evicting them.",
     )
+    enforcement = forms.ChoiceField(
+        choices=EnforcementMode.choices,
+        label="Enforcement",
+        help_text="Observe only: runs plan and record what they would evict, and evict nothing.",
+    )
+    max_evictions_per_minute = forms.IntegerField(
+        min_value=0,
+        max_value=limits.MAX_EVICTIONS_PER_MINUTE_MAX,
+        label="Max evictions per minute",
+        help_text="The most eviction orders the partition's runs create in any minute; "
+        "0 is unlimited.",
+    )
+    confirm_enforce = forms.BooleanField(
+        required=False,
+        label="I confirm switching from observe to enforce",
+        help_text="Needed only to switch a partition that observes to enforce: its runs then "
+        "evict.",
+    )
     comment = forms.CharField(
         max_length=limits.COMMENT_MAX_LENGTH,
         widget=forms.Textarea(attrs={"rows": 2}),
@@ -125,6 +143,8 @@ class PartitionSettingsForm(forms.Form):
             "deviation_percent": settings.deviation_percent,
             "max_victims": settings.max_victims,
             "soft_eviction": settings.soft_eviction,
+            "enforcement": settings.enforcement,
+            "max_evictions_per_minute": settings.max_evictions_per_minute,
         }
 
     def clean_comment(self) -> str:
@@ -132,6 +152,13 @@ class PartitionSettingsForm(forms.Form):
         if not comment:
             raise forms.ValidationError("A change comment is required to save.")
         return comment
+
+    def unconfirmed_enforce(self, partition: Partition) -> bool:
+        """Whether this (valid) form switches an observing partition to enforce without the
+        confirmation: a change that starts evicting is confirmed, as the console confirms
+        every change that evicts."""
+        switching = partition.observes and self.cleaned_data["enforcement"] == "enforce"
+        return switching and not self.cleaned_data.get("confirm_enforce")
 
     def settings(self) -> dict[str, Any]:
         """The settings as ``update_partition_settings`` takes them."""

@@ -42,7 +42,13 @@ def partition_settings(request: HttpRequest, partition: str) -> HttpResponse:
     stale = ""
     if request.method == "POST":
         form = PartitionSettingsForm(request.POST)
-        if form.is_valid():
+        if form.is_valid() and form.unconfirmed_enforce(part):
+            form.add_error(
+                "confirm_enforce",
+                "Switching to enforce evicts: the queues the partition observed over their max "
+                "are judged again at the next sweep and their victims evicted. Tick to confirm.",
+            )
+        elif form.is_valid():
             try:
                 result = services.update_partition_settings(
                     part.name,

@@ -126,3 +126,21 @@ def revision_url(partition: str, number: object) -> str:
         return reverse("history-revision", kwargs={"partition": partition, "number": int(text)})
     except NoReverseMatch:  # a partition name no URL can hold (e.g. with "/")
         return ""
+
+
+@register.inclusion_tag("web/_observe_banner.html", takes_context=True)
+def observe_banner(context: template.Context) -> dict[str, Any]:
+    """The banner every page of a partition that only observes shows (SPEC 5 "Enforcement
+    mode"): the page's ``partition`` (a partition or its name) or its ``run``'s."""
+    from scheduler_admin.queues.models import EnforcementMode, Partition
+
+    partition = context.get("partition")
+    run = context.get("run")
+    if partition is None and run is not None:
+        partition = getattr(run, "partition", None)
+    if isinstance(partition, str):
+        partition = Partition.objects.filter(name=partition).first()
+    observes = isinstance(partition, Partition) and partition.enforcement == (
+        EnforcementMode.OBSERVE
+    )
+    return {"observing": partition if observes else None}
