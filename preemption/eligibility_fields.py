@@ -28,10 +28,13 @@ from preemption.model import (
 
 __all__ = [
     "FieldError",
+    "affinity_json",
     "read_affinity",
     "read_labels",
     "read_taints",
     "read_tolerations",
+    "taints_json",
+    "tolerations_json",
 ]
 
 _NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
@@ -217,3 +220,29 @@ def _requirement(raw: object, at: str, *, yaml_scalars: bool) -> NodeSelectorReq
     ):
         raise FieldError(f"{at}.values", f"must be one integer for {operator}")
     return NodeSelectorRequirement(key=key, operator=operator, values=values)
+
+
+# The stored (JSON) form of each field: what the readers read back to the same values.
+
+
+def taints_json(taints: tuple[Taint, ...]) -> list[dict[str, str]]:
+    return [{"key": t.key, "value": t.value, "effect": str(t.effect)} for t in taints]
+
+
+def tolerations_json(tolerations: tuple[Toleration, ...]) -> list[dict[str, str]]:
+    return [
+        {
+            "key": t.key,
+            "operator": str(t.operator),
+            "value": t.value,
+            "effect": "" if t.effect is None else str(t.effect),
+        }
+        for t in tolerations
+    ]
+
+
+def affinity_json(affinity: NodeAffinity) -> list[list[dict[str, Any]]]:
+    return [
+        [{"key": r.key, "operator": str(r.operator), "values": list(r.values)} for r in term]
+        for term in affinity
+    ]
