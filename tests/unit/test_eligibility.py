@@ -250,3 +250,16 @@ def test_first_fit_skips_nodes_an_ask_may_not_use() -> None:
 def replace_id(original: Ask, ask_id: str) -> Ask:
 
     return replace(original, id=ask_id)
+
+
+def test_the_demo_simulator_taints_gpu_nodes_and_only_gpu_asks_tolerate_it() -> None:
+    from scheduler_admin.demo_cluster.items import ask_item, node_item
+
+    gpu = node_item("gpu-node-001", {"vcore": 64_000, "nvidia.com/gpu": 8})
+    cpu = node_item("cpu-node-001", {"vcore": 64_000})
+    assert read_taints(gpu["taints"], "taints") == (GPU_TAINT,) and "taints" not in cpu
+    train = ask_item("t", "t", "root.a", "ana", {"nvidia.com/gpu": 2}, priority=0, created_at=NOW)
+    web = ask_item("w", "w", "root.a", "ana", {"vcore": 1000}, priority=0, created_at=NOW)
+    tainted = Node("gpu-node-001", {}, taints=read_taints(gpu["taints"], "taints"))
+    assert may_use(ask(tolerations=read_tolerations(train["tolerations"], "tolerations")), tainted)
+    assert "tolerations" not in web and not may_use(ask(), tainted)
