@@ -21,9 +21,10 @@ Steps of ``plan_inter_queue``:
 2. Scope: the running allocations in the fence root's subtree (law 7); the rest are explained as
    ``outside_fence``.
 3. Static rules per candidate (queue rules, then task rules, first failure gives the reason).
-4. Per node: walk the node's candidates in victim order, taking each that reduces what is still
-   missing (room on the node, headroom of an exceeded queue on Q's path) and keeps guarantees
-   (law 2). A node is viable when A then fits it and every queue on Q's path.
+   A task on a node A may not use (SPEC 3.3) is ``node_ineligible``, after the task rules.
+4. Per node A may use: walk the node's candidates in victim order, taking each that reduces
+   what is still missing (room on the node, headroom of an exceeded queue on Q's path) and
+   keeps guarantees (law 2). A node is viable when A then fits it and every queue on Q's path.
 5. Choose among viable nodes (fewest victims, lowest highest-victim priority, youngest oldest
    victim, name); reserve it for A; outcome ``complete``, else ``does_not_help``.
 """
@@ -35,6 +36,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from preemption import resources
+from preemption.eligibility import may_use
 from preemption.hierarchy import Hierarchy
 from preemption.model import (
     Allocation,
@@ -79,7 +81,8 @@ def plan_inter_queue(state: ClusterState, ask_id: str, now: datetime, options: O
     if not _may_trigger(state, ask, now):
         return Plan(PolicyName.INTER_QUEUE, Outcome.NOT_TRIGGERED)
     used = _used_by_node(state)
-    if _fits_somewhere(state, ask, used):
+    ineligible = frozenset(node.name for node in state.nodes if not may_use(ask, node))
+    if _fits_somewhere(state, ask, used, ineligible):
         return Plan(PolicyName.INTER_QUEUE, Outcome.NOT_TRIGGERED)
 
     hierarchy = state.hierarchy
@@ -99,6 +102,9 @@ def plan_inter_queue(state: ClusterState, ask_id: str, now: datetime, options: O
         if allocation.queue not in queue_reasons:
             queue_reasons[allocation.queue] = _queue_reason(state, ask, allocation.queue)
         reason = queue_reasons[allocation.queue] or _task_reason(ask, allocation)
+        if reason is None and allocation.node in ineligible:
+            # SPEC 4.0: after the task rules, a task on a node A may not use (3.3) cannot help.
+            reason = Reason.NODE_INELIGIBLE
         if reason is None:
             candidates.append(allocation)
         else:
@@ -114,7 +120,7 @@ def plan_inter_queue(state: ClusterState, ask_id: str, now: datetime, options: O
     passes = [
         _evaluate_node(context, node, by_node.get(node.name, []))
         for node in sorted(state.nodes, key=lambda node: node.name)
-        if _node_usable(ask, node, reserved)
+        if node.name not in ineligible and _node_usable(ask, node, reserved)
     ]
     viable = [node_pass for node_pass in passes if node_pass.viable]
     chosen = min(viable, key=_node_choice) if viable else None
@@ -162,9 +168,15 @@ def _may_trigger(state: ClusterState, ask: Ask, now: datetime) -> bool:
     return _under_guarantee(state, ask)
 
 
-def _fits_somewhere(state: ClusterState, ask: Ask, used: Mapping[str, Mapping[str, int]]) -> bool:
+def _fits_somewhere(
+    state: ClusterState,
+    ask: Ask,
+    used: Mapping[str, Mapping[str, int]],
+    ineligible: frozenset[str],
+) -> bool:
     """A could run as the cluster stands: every queue on Q's path has headroom for it and some
-    schedulable node has room.
+    schedulable node A may use (SPEC 3.3) has room: room on a node A may not use does not let A
+    run, as kube-scheduler would not bind it there.
 
     Reservations for other asks are not looked at here (only during the per-node evaluation):
     the SPEC's "no node has room" is about room, and an ask that fits is not a preemption case.
@@ -172,7 +184,9 @@ def _fits_somewhere(state: ClusterState, ask: Ask, used: Mapping[str, Mapping[st
     if _queue_shortfall(state, ask):
         return False
     return any(
-        node.schedulable and not _room_missing(node, used.get(node.name, {}), ask.resources)
+        node.schedulable
+        and node.name not in ineligible
+        and not _room_missing(node, used.get(node.name, {}), ask.resources)
         for node in state.nodes
     )
 

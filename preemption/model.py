@@ -88,6 +88,7 @@ class Reason(StrEnum):
     TOO_MANY_VICTIMS = "too_many_victims"
     NOT_NEEDED_AFTER_REPRIEVE = "not_needed_after_reprieve"
     BUDGET_VIOLATION = "budget_violation"
+    NODE_INELIGIBLE = "node_ineligible"
 
 
 class PolicyName(StrEnum):
@@ -98,11 +99,68 @@ class PolicyName(StrEnum):
     JOB = "job"
 
 
+class TaintEffect(StrEnum):
+    NO_SCHEDULE = "NoSchedule"
+    PREFER_NO_SCHEDULE = "PreferNoSchedule"
+    NO_EXECUTE = "NoExecute"
+
+
+class TolerationOperator(StrEnum):
+    EQUAL = "Equal"
+    EXISTS = "Exists"
+
+
+class SelectorOperator(StrEnum):
+    """Operators of a required node affinity expression (Kubernetes' ``NodeSelectorOperator``)."""
+
+    IN = "In"
+    NOT_IN = "NotIn"
+    EXISTS = "Exists"
+    DOES_NOT_EXIST = "DoesNotExist"
+    GT = "Gt"
+    LT = "Lt"
+
+
+@dataclass(frozen=True)
+class Taint:
+    """A node taint (SPEC 3.3); an omitted value is empty."""
+
+    key: str
+    effect: TaintEffect
+    value: str = ""
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """An ask's toleration (SPEC 3.3); an omitted key, value or effect is empty (an empty
+    effect tolerates every effect, an empty key with ``Exists`` every key)."""
+
+    key: str = ""
+    operator: TolerationOperator = TolerationOperator.EQUAL
+    value: str = ""
+    effect: TaintEffect | None = None
+
+
+@dataclass(frozen=True)
+class NodeSelectorRequirement:
+    """One expression of a required node affinity term (SPEC 3.3)."""
+
+    key: str
+    operator: SelectorOperator
+    values: tuple[str, ...] = ()
+
+
+#: Required node affinity: terms (ORed), each a tuple of expressions (ANDed).
+NodeAffinity = tuple[tuple[NodeSelectorRequirement, ...], ...]
+
+
 @dataclass(frozen=True)
 class Node:
     name: str
     capacity: Mapping[str, int]
     schedulable: bool = True
+    labels: Mapping[str, str] = field(default_factory=dict)
+    taints: tuple[Taint, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -146,6 +204,10 @@ class Ask:
     created_at: datetime = DEFAULT_CREATED_AT
     state: AskState = AskState.PENDING
     node: str | None = None
+    #: Where it may run (SPEC 3.3); each defaults to no constraint (``preemption.eligibility``).
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    node_affinity: NodeAffinity = ()
+    tolerations: tuple[Toleration, ...] = ()
 
 
 @dataclass(frozen=True)

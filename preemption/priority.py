@@ -13,9 +13,11 @@ Steps:
    gone, SPEC 4.0) minus the resources of the *other* waiting asks (``pending`` or ``reserved``)
    of equal or higher priority nominated to it (seed 003, example 1). Otherwise
    ``not_triggered``.
-2. **Per schedulable node** (by name): the candidates are its running allocations with priority
-   strictly lower than A (``law6_higher_priority`` otherwise). The node is possible only if A fits
-   once all of them are gone.
+2. **Per schedulable node A may use** (by name; SPEC 3.3: lower-priority tasks on the others
+   are ``node_ineligible``, and A fitting there does not count for the trigger either): the
+   candidates are its running allocations with priority strictly lower than A
+   (``law6_higher_priority`` otherwise). The node is possible only if A fits once all of them
+   are gone.
 3. **Budgets**: walking the candidates from the most important down, each uses one allowed
    disruption of its budget; one that finds none left is budget-violating.
 4. **Reprieve**: start with all candidates removed; put them back one by one, budget-violating
@@ -47,6 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from preemption.eligibility import may_use
 from preemption.model import (
     Allocation,
     Ask,
@@ -115,7 +118,12 @@ def plan_priority(state: ClusterState, ask_id: str, now: datetime, options: Opti
         return Plan(PolicyName.PRIORITY, Outcome.NOT_TRIGGERED)
 
     demand = _demand(ask)
-    nodes = sorted((node for node in state.nodes if node.schedulable), key=lambda n: n.name)
+    # SPEC 4.4: only the schedulable nodes A may use (3.3) are looked at, for the trigger too.
+    nodes = sorted(
+        (node for node in state.nodes if node.schedulable and may_use(ask, node)),
+        key=lambda n: n.name,
+    )
+    ineligible = frozenset(node.name for node in state.nodes if not may_use(ask, node))
     by_node = _allocations_by_node(state.running)
     reserved = _reserved_by_node(state.asks, ask)
     # Trigger (SPEC 4.4): A fits no schedulable node as it stands.
@@ -129,7 +137,7 @@ def plan_priority(state: ClusterState, ask_id: str, now: datetime, options: Opti
         is not None
     ]
     if not passes:
-        reasons = _reasons_elsewhere(state.running, ask)
+        reasons = _reasons_elsewhere(state.running, ask, ineligible)
         return Plan(
             PolicyName.PRIORITY,
             Outcome.DOES_NOT_HELP,
@@ -138,7 +146,7 @@ def plan_priority(state: ClusterState, ask_id: str, now: datetime, options: Opti
 
     chosen = min(passes, key=_node_choice_key)
     victims = tuple(allocation.id for allocation in chosen.victims)
-    reasons = {**_reasons_elsewhere(state.running, ask), **chosen.reasons}
+    reasons = {**_reasons_elsewhere(state.running, ask, ineligible), **chosen.reasons}
     return Plan(
         PolicyName.PRIORITY,
         Outcome.COMPLETE,
@@ -358,15 +366,19 @@ def _node_choice_key(result: _NodePass) -> tuple[int, int, int, int, int, str]:
     )
 
 
-def _reasons_elsewhere(running: Iterable[Allocation], ask: Ask) -> dict[str, Reason]:
+def _reasons_elsewhere(
+    running: Iterable[Allocation], ask: Ask, ineligible: frozenset[str]
+) -> dict[str, Reason]:
     """Reasons for allocations outside the chosen node's pass: equal or higher priority is
-    ``law6_higher_priority``; anything else could only have helped on a node that was not chosen
-    (or is not schedulable), ``not_on_node``."""
-    return {
-        allocation.id: (
-            Reason.LAW6_HIGHER_PRIORITY
-            if allocation.priority >= ask.priority
-            else Reason.NOT_ON_NODE
-        )
-        for allocation in running
-    }
+    ``law6_higher_priority``; on a node A may not use (SPEC 3.3) ``node_ineligible`` (checked
+    after the priority rule, SPEC 4.0); anything else could only have helped on a node that was
+    not chosen (or is not schedulable), ``not_on_node``."""
+    return {allocation.id: _reason_elsewhere(allocation, ask, ineligible) for allocation in running}
+
+
+def _reason_elsewhere(allocation: Allocation, ask: Ask, ineligible: frozenset[str]) -> Reason:
+    if allocation.priority >= ask.priority:
+        return Reason.LAW6_HIGHER_PRIORITY
+    if allocation.node in ineligible:
+        return Reason.NODE_INELIGIBLE
+    return Reason.NOT_ON_NODE

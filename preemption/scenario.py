@@ -21,13 +21,20 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
 from preemption import policies, resources, timers
 from preemption.config import ASK_POLICIES, ROOT, PartitionConfig, PartitionSettings
 from preemption.durations import DurationError, parse_duration
+from preemption.eligibility_fields import (
+    FieldError,
+    read_affinity,
+    read_labels,
+    read_taints,
+    read_tolerations,
+)
 from preemption.hierarchy import property_errors
 from preemption.model import (
     DEFAULT_CREATED_AT,
@@ -58,14 +65,17 @@ PARTITION_KEYS = {
     "quota_preemption_enabled", "miss_percent", "default_preemption_delay",
     "daemonset_preemption_delay", "ask_policy", "preemption_enabled",
 }  # fmt: skip
-NODE_KEYS = {"name", "capacity", "schedulable"}
+_T = TypeVar("_T")
+
+NODE_KEYS = {"name", "capacity", "schedulable", "labels", "taints"}
 ALLOCATION_KEYS = {
     "id", "queue", "app", "node", "resources", "priority", "allow_preemption", "originator",
     "required_node", "job", "qos", "pdb", "created_at", "state",
 }  # fmt: skip
 ASK_KEYS = {
     "id", "queue", "app", "resources", "priority", "allow_preemption", "preemption_policy",
-    "required_node", "job", "created_at", "state", "node",
+    "required_node", "job", "created_at", "state", "node", "node_selector", "node_affinity",
+    "tolerations",
 }  # fmt: skip
 BUDGET_KEYS = {"name", "allowed_disruptions"}
 OPTION_KEYS = {"victim_strategy", "deviation_percent", "max_victims", "soft_eviction"}
@@ -203,6 +213,13 @@ class _Reader:
         except DurationError as exc:
             raise self.fail(where, exc.message) from None
 
+    def eligibility(self, read: Callable[..., _T], value: object, where: str) -> _T:
+        """An eligibility field (SPEC 3.3), read as the API reads it, YAML scalars as text."""
+        try:
+            return read(value, where, yaml_scalars=True)
+        except FieldError as exc:
+            raise self.fail(exc.field, exc.message) from None
+
     def choice(self, value: object, where: str, choices: Sequence[str]) -> str:
         if value not in choices:
             raise self.fail(where, f"must be one of {', '.join(choices)}")
@@ -313,6 +330,8 @@ def _read_node(reader: _Reader, raw: object, at: str) -> Node:
         name=reader.text(item.get("name"), f"{at}.name"),
         capacity=reader.resources(item.get("capacity"), f"{at}.capacity"),
         schedulable=reader.boolean(item.get("schedulable", True), f"{at}.schedulable"),
+        labels=reader.eligibility(read_labels, item.get("labels"), f"{at}.labels"),
+        taints=reader.eligibility(read_taints, item.get("taints"), f"{at}.taints"),
     )
 
 
@@ -396,6 +415,15 @@ def _read_ask(
             reader.choice(item.get("state", "pending"), f"{at}.state", [s.value for s in AskState])
         ),
         node=_node_ref(reader, item.get("node"), f"{at}.node", nodes),
+        node_selector=reader.eligibility(
+            read_labels, item.get("node_selector"), f"{at}.node_selector"
+        ),
+        node_affinity=reader.eligibility(
+            read_affinity, item.get("node_affinity"), f"{at}.node_affinity"
+        ),
+        tolerations=reader.eligibility(
+            read_tolerations, item.get("tolerations"), f"{at}.tolerations"
+        ),
     )
 
 

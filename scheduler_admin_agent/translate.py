@@ -7,7 +7,10 @@ How each field is read, and where it follows YuniKorn's k8shim:
 - **Nodes**: ``capacity`` is the node's allocatable (``cpu`` -> ``vcore`` millicores, memory in
   bytes, ``pods``, extended resources such as ``nvidia.com/gpu`` by name) minus what pods of
   other schedulers bound to it request (YuniKorn counts those as "occupied"); ``schedulable`` is
-  not cordoned and ``Ready``.
+  not cordoned and ``Ready``; ``labels`` and ``taints`` as the node has them.
+- **Where a pending pod may run**: ``spec.nodeSelector``, the required node affinity's
+  ``matchExpressions`` and ``spec.tolerations`` (``eligibility_fields``), so that preemption
+  for it uses only nodes it may use (SPEC 3.3).
 - **Which pods**: ``spec.schedulerName`` is ours (``yunikorn`` by default); finished pods
   (``Succeeded``/``Failed``) are gone. A terminating pod (``deletionTimestamp`` set) still
   holds its node until it is gone, as YuniKorn and the scheduler count it: it stays an
@@ -420,11 +423,66 @@ def node_item(node: Any, occupied: Mapping[str, Fraction] | None = None) -> dict
     for name, value in (occupied or {}).items():
         if name in allocatable:
             allocatable[name] = max(Fraction(0), allocatable[name] - value)
-    return {
+    item: dict[str, Any] = {
         "name": node.metadata.name,
         "capacity": product_resources(allocatable),
         "schedulable": not (node.spec and node.spec.unschedulable) and node_ready(node),
     }
+    labels = _labels(node)
+    if labels:
+        item["labels"] = dict(labels)
+    taints = [
+        {"key": taint.key, "value": taint.value or "", "effect": taint.effect}
+        for taint in ((node.spec.taints if node.spec else None) or [])
+    ]
+    if taints:
+        item["taints"] = taints
+    return item
+
+
+# --- Where a pod may run -------------------------------------------------------------------
+
+
+def eligibility_fields(pod: Any) -> dict[str, Any]:
+    """A pending pod's ``nodeSelector``, required node affinity and tolerations, as the product
+    reads them (SPEC 3.3); only the fields the pod sets.
+
+    ``matchFields`` (on ``metadata.name``) is not modelled: a term that has some is read from
+    its ``matchExpressions`` alone, and when such a term has none, the affinity is left out
+    (the pod may then be planned for a node its affinity rules out; kube-scheduler then does
+    not bind it there and the ask is planned again after its delay)."""
+    fields: dict[str, Any] = {}
+    if pod.spec.node_selector:
+        fields["node_selector"] = dict(pod.spec.node_selector)
+    affinity = pod.spec.affinity
+    node_affinity = affinity.node_affinity if affinity else None
+    required = (
+        node_affinity.required_during_scheduling_ignored_during_execution if node_affinity else None
+    )
+    terms = []
+    for term in (required.node_selector_terms if required else None) or []:
+        expressions = [
+            {"key": r.key, "operator": r.operator, "values": list(r.values or [])}
+            for r in term.match_expressions or []
+        ]
+        if not expressions and term.match_fields:
+            terms = []
+            break
+        terms.append(expressions)
+    if terms:
+        fields["node_affinity"] = terms
+    tolerations = [
+        {
+            "key": toleration.key or "",
+            "operator": toleration.operator or "Equal",
+            "value": toleration.value or "",
+            "effect": toleration.effect or "",
+        }
+        for toleration in pod.spec.tolerations or []
+    ]
+    if tolerations:
+        fields["tolerations"] = tolerations
+    return fields
 
 
 # --- Budgets -------------------------------------------------------------------------------
@@ -639,6 +697,7 @@ def translate(
                 nominated = pod.status.nominated_node_name if pod.status else None
                 if nominated and nominated in node_names:
                     item["node"] = nominated
+                item.update(eligibility_fields(pod))
                 state.asks[task_id] = item
     return state
 

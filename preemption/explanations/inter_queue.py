@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from preemption import resources
+from preemption.eligibility import may_use
 from preemption.explanations.notes import (
     Note,
     Notes,
@@ -19,6 +20,7 @@ from preemption.explanations.task_rules import (
     broken_guarantee_text,
     daemonset_text,
     higher_priority_text,
+    ineligible_text,
     no_shared_text,
     opted_out_text,
 )
@@ -65,7 +67,7 @@ def describe_inter_queue(state: ClusterState, plan: Plan, ask_id: str, options: 
     usable = [
         node
         for node in sorted(state.nodes, key=lambda node: node.name)
-        if _node_usable(ask, node, reserved)
+        if _node_usable(ask, node, reserved) and may_use(ask, node)
     ]
     explained = plan.node or (usable[0].name if usable else None)
     on_node = sorted(
@@ -195,6 +197,8 @@ def _inter_queue_static(
         return daemonset_text(allocation)
     if reason == Reason.NO_SHARED_RESOURCE:
         return no_shared_text(allocation, ask.resources)
+    if reason == Reason.NODE_INELIGIBLE:
+        return ineligible_text(state, allocation, [ask])
     return None
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from preemption.explanations.notes import Note, Notes, plan_reasons
-from preemption.explanations.task_rules import opted_out_text
+from preemption.explanations.task_rules import ineligible_text, opted_out_text
 from preemption.explanations.wording import ordinal, quantity, when
 from preemption.job.admission import JobUsage, admits, usage_without
 from preemption.job.candidates import job_of
@@ -43,6 +43,8 @@ def describe_job(state: ClusterState, plan: Plan, subject: str, options: Options
                 f"priority {allocation.priority} {relation} job priority {job.priority}: only "
                 "lower priorities may go"
             )
+        elif reason == Reason.NODE_INELIGIBLE:
+            notes[allocation.id] = Note(ineligible_text(state, allocation, job.asks))
         elif reason is not None:
             walk.append(allocation)
     walk.sort(key=lambda a: (-a.priority, a.created_at, a.id))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from preemption.explanations.notes import Note, Notes, only, plan_reasons, positive
-from preemption.explanations.task_rules import higher_priority_text
+from preemption.explanations.task_rules import higher_priority_text, ineligible_text
 from preemption.explanations.wording import amounts, ordinal, when
 from preemption.model import Allocation, ClusterState, Options, Plan, Reason
 from preemption.priority import (
@@ -41,6 +41,8 @@ def describe_priority(state: ClusterState, plan: Plan, ask_id: str, options: Opt
             notes[allocation.id] = Note(
                 higher_priority_text(allocation, ask.priority, "ask", equal_may_go=False)
             )
+        elif reason == Reason.NODE_INELIGIBLE:
+            notes[allocation.id] = Note(ineligible_text(state, allocation, [ask]))
         elif chosen:
             notes[allocation.id] = Note(f"runs on {allocation.node}; the plan chose {chosen}")
         else:

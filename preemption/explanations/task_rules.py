@@ -1,13 +1,15 @@
 """The words of the rules several policies share: a guarantee the victim's queue would break,
-a priority too high, a DaemonSet pod, no type in common with the ask, a task that opted out."""
+a priority too high, a DaemonSet pod, no type in common with the ask, a task that opted out, a
+node the ask may not use."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
+from preemption.eligibility import why_not
 from preemption.explanations.wording import amounts, quantity
 from preemption.hierarchy import Hierarchy
-from preemption.model import Allocation
+from preemption.model import Allocation, Ask, ClusterState
 
 
 def broken_guarantee_text(
@@ -60,3 +62,12 @@ def no_shared_text(allocation: Allocation, needed: Mapping[str, int]) -> str:
 
 def opted_out_text() -> str:
     return "allow_preemption is false: the task opted out of preemption"
+
+
+def ineligible_text(state: ClusterState, allocation: Allocation, asks: Sequence[Ask]) -> str:
+    """``node_ineligible`` (SPEC 3.3): the task runs on a node the ask (of a job: no ask of it)
+    may not use, with the first rule that keeps the (first) ask off it."""
+    node = state.nodes_by_name.get(allocation.node)
+    why = next((text for ask in asks if node and (text := why_not(ask, node))), None)
+    who = "the ask may not use" if len(asks) == 1 else "no ask of the job may use"
+    return f"runs on {allocation.node}, which {who}" + (f": {why}" if why else "")

@@ -55,21 +55,25 @@ def job_of(state: ClusterState, job: str) -> Job | None:
 
 
 def candidates_of(
-    running: Sequence[Allocation], priority: int
+    running: Sequence[Allocation], priority: int, ineligible: frozenset[str] = frozenset()
 ) -> tuple[list[Allocation], list[Allocation], dict[str, Reason]]:
     """The candidates, most important first (SPEC 4.5: higher priority, then older, then id);
-    the other running allocations; and the static reason of each of those."""
+    the other running allocations; and the static reason of each of those. ``ineligible``
+    names the nodes no ask of J may use (SPEC 3.3): a task there cannot make room for J."""
     reasons: dict[str, Reason] = {}
     candidates: list[Allocation] = []
     kept: list[Allocation] = []
     for allocation in running:
-        # The candidate rules of SPEC 4.5, in the order listed there.
+        # The candidate rules of SPEC 4.5, in the order listed there, then eligibility (4.0).
         if not allocation.allow_preemption:
             kept.append(allocation)
             reasons[allocation.id] = Reason.LAW1_OPTED_OUT
         elif allocation.priority >= priority:
             kept.append(allocation)
             reasons[allocation.id] = Reason.LAW6_HIGHER_PRIORITY
+        elif allocation.node in ineligible:
+            kept.append(allocation)
+            reasons[allocation.id] = Reason.NODE_INELIGIBLE
         else:
             candidates.append(allocation)
     candidates.sort(key=reprieve_order_key)

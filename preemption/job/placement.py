@@ -2,7 +2,8 @@
 
 **Placement** is a deterministic first fit: asks largest first by ``sum(ask[t] / capacity[t])``
 over the types the ask requests (capacity summed over the schedulable nodes), ties by ask id;
-each ask goes on the first node in name order with room. The reprieve re-places J from scratch
+each ask goes on the first node in name order that it may use (SPEC 3.3) with room. The
+reprieve re-places J from scratch
 for every candidate put back, so this is the hot path (up to 100,000 candidates): ``Room`` keeps
 a max-tree per type so that "the first node with room" costs about log(nodes) instead of a scan;
 a candidate can only change the placement if its node holds one of J's asks and has no room to
@@ -20,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 
+from preemption.eligibility import may_use
 from preemption.model import (
     Allocation,
     Ask,
@@ -32,6 +34,8 @@ _NO_NODE = -1
 _PROBE = 4
 #: What an ask or an allocation takes on the job's types: (type index, positive amount) pairs.
 Need = tuple[tuple[int, int], ...]
+#: Ask id -> indices of the nodes it may use, for the asks that may not use every node.
+Allowed = Mapping[str, frozenset[int]]
 
 
 def placement_order(asks: Sequence[Ask], nodes: Sequence[Node]) -> list[Ask] | None:
@@ -68,14 +72,27 @@ def first_fit(
     order: Sequence[Ask], nodes: Sequence[Node], running: Sequence[Allocation]
 ) -> dict[str, str] | None:
     """Place ``order`` on the free room of the schedulable ``nodes`` (capacity minus
-    ``running``): each ask on the first node by name with room. Ask id -> node name, or None
-    when some ask does not fit (all or nothing)."""
+    ``running``): each ask on the first node by name that it may use (SPEC 3.3) with room. Ask
+    id -> node name, or None when some ask does not fit (all or nothing)."""
     types = tuple(sorted({name for ask in order for name, v in ask.resources.items() if v > 0}))
     room = Room.build(nodes, running, types)
-    placement = room.place(needs_of(order, types))
+    placement = room.place(needs_of(order, types), allowed_nodes(order, nodes, room.names))
     if placement is None:
         return None
     return {ask_id: room.names[index] for ask_id, index in placement.items()}
+
+
+def allowed_nodes(asks: Sequence[Ask], nodes: Sequence[Node], names: Sequence[str]) -> Allowed:
+    """For each ask that may not use every one of the nodes ``names`` (in that order), the
+    indices of those it may use (SPEC 3.3); empty when every ask may use every node."""
+    by_name = {node.name: node for node in nodes}
+    placed = [by_name[name] for name in names]
+    allowed: dict[str, frozenset[int]] = {}
+    for ask in asks:
+        usable = frozenset(index for index, node in enumerate(placed) if may_use(ask, node))
+        if len(usable) < len(placed):
+            allowed[ask.id] = usable
+    return allowed
 
 
 def _need(amounts: Mapping[str, int], types: tuple[str, ...]) -> Need:
@@ -236,14 +253,20 @@ class Room:
     def give(self, index: int, need: Need) -> None:
         self._change(index, need, 1)
 
-    def place(self, needs: Sequence[tuple[str, Need]]) -> dict[str, int] | None:
+    def place(
+        self, needs: Sequence[tuple[str, Need]], allowed: Allowed | None = None
+    ) -> dict[str, int] | None:
         """First fit of every ask, in the given order, from the current room (left unchanged).
-        Ask id -> node index, or None when some ask does not fit."""
+        Ask id -> node index, or None when some ask does not fit. ``allowed`` gives, for an ask
+        that may not use every node (SPEC 3.3), the indices of the nodes it may use."""
         taken: list[tuple[int, Need]] = []
         placement: dict[str, int] = {}
         complete = True
         for ask_id, need in needs:
+            usable = None if allowed is None else allowed.get(ask_id)
             index = self.first_index(need)
+            while index is not None and usable is not None and index not in usable:
+                index = self.first_index(need, index + 1)
             if index is None:
                 complete = False
                 break

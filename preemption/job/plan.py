@@ -10,7 +10,8 @@ Steps (``plan_job``):
 1. **J**: the asks of the job still waiting (``pending`` or ``reserved``), its queue Q, its
    priority (the highest of its asks') and whether it is preemptible (no ask opted out).
 2. **Candidates**: running allocations anywhere with ``allow_preemption`` and a priority lower
-   than J's; the others are ``law1_opted_out`` or ``law6_higher_priority``, in that order.
+   than J's; the others are ``law1_opted_out`` or ``law6_higher_priority``, in that order,
+   then ``node_ineligible`` for a task on a node no ask of J may use (SPEC 3.3).
 3. **Trigger**: no ask of J has ``preemption_policy: Never``; J cannot be placed on the free
    room of the schedulable nodes as they stand; and J passes admission on Q's usage counted as
    if every candidate in Q's subtree were gone. Otherwise ``not_triggered``.
@@ -62,10 +63,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from preemption.eligibility import may_use
 from preemption.job.admission import JobUsage, admits, usage_without
 from preemption.job.candidates import Job, candidates_of, in_queue_ids, job_of
-from preemption.job.placement import Need, Room, needs_of, node_rooms, placement_order
-from preemption.job.replay import Gang
+from preemption.job.placement import (
+    Need,
+    Room,
+    allowed_nodes,
+    needs_of,
+    node_rooms,
+    placement_order,
+)
+from preemption.job.replay import ConstrainedGang, Gang
 from preemption.model import (
     Allocation,
     ClusterState,
@@ -101,18 +110,22 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
     # SPEC 4.5 trigger: one ask that may not preempt keeps the whole gang from preempting.
     if any(ask.preemption_policy == PreemptionPolicy.NEVER for ask in found.asks):
         return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
-    candidates, kept, reasons = candidates_of(state.running, found.priority)
+    ineligible = frozenset(
+        node.name for node in state.nodes if not any(may_use(ask, node) for ask in found.asks)
+    )
+    candidates, kept, reasons = candidates_of(state.running, found.priority, ineligible)
     types = tuple(sorted(found.request))
     order = placement_order(found.asks, state.nodes)
     needs = None if order is None else needs_of(order, types)
     # One pass over the running allocations gives both rooms: with every candidate gone, and
     # as the cluster stands (the candidates' share taken as well).
     names, free, held, moves = node_rooms(state.nodes, kept, candidates, types)
+    allowed = allowed_nodes(found.asks, state.nodes, names)
     if needs is not None:
         standing = [
             [f - h for f, h in zip(a, b, strict=True)] for a, b in zip(free, held, strict=True)
         ]
-        if Room(names, standing).place(needs) is not None:
+        if Room(names, standing).place(needs, allowed) is not None:
             return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
 
     # SPEC 4.5 "Q's max": Q's own max, not the effective max of its ancestors (judgement call).
@@ -123,7 +136,7 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
         return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
 
     room = Room(names, free)
-    placement = None if needs is None else room.place(needs)
+    placement = None if needs is None else room.place(needs, allowed)
     if needs is None or placement is None:
         # All or nothing (seed 004, story 2): J does not place even with every candidate gone.
         # Every candidate would have had to go: reason ``victim``, but nobody is accepted.
@@ -133,7 +146,12 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
             PolicyName.JOB, Outcome.DOES_NOT_HELP, explanations=explanations_from(reasons, ())
         )
 
-    gang = Gang(room, needs, placement)
+    # The fast replay needs asks that may use every node; otherwise J is placed again.
+    gang = (
+        ConstrainedGang(room, needs, allowed, placement)
+        if allowed
+        else Gang(room, needs, placement)
+    )
     walk = _Reprieve(found, queue.guaranteed, queue.max, in_queue, usage, gang)
     victims = _reprieve(candidates, moves, walk)
     reasons.update(dict.fromkeys([a.id for a in candidates], Reason.NOT_NEEDED_AFTER_REPRIEVE))
@@ -156,7 +174,7 @@ class _Reprieve:
     maximum: Mapping[str, int]
     in_queue: set[str]
     usage: JobUsage
-    gang: Gang
+    gang: Gang | ConstrainedGang
 
 
 def _reprieve(

@@ -8,7 +8,7 @@ from bisect import bisect_left
 from collections.abc import Iterable
 from itertools import accumulate, groupby, islice
 
-from preemption.job.placement import Need, Room
+from preemption.job.placement import Allowed, Need, Room
 
 
 class _Run:
@@ -297,3 +297,41 @@ class Gang:
                 for ask_id in islice(ids, count):
                     placement[ask_id] = names[index]
         return dict(sorted(placement.items()))
+
+
+class ConstrainedGang:
+    """J's placement from scratch when some ask may not use every node (SPEC 3.3): the runs of
+    ``Gang`` do not hold there (equal asks may go to different nodes), so each change that can
+    matter places J again with ``Room.place``. Same interface as ``Gang``."""
+
+    def __init__(
+        self,
+        room: Room,
+        needs: list[tuple[str, Need]],
+        allowed: Allowed,
+        placement: dict[str, int],
+    ) -> None:
+        self.room = room
+        self.needs = needs
+        self.allowed = allowed
+        self.placement = placement
+
+    def put_back(self, index: int, need: Need) -> bool:
+        """Take ``need`` from node ``index``'s room if J still places from scratch (True), else
+        leave everything as it was (False). A node the placement does not use cannot change it:
+        first fit passed over it (no room, or not usable), and less room there changes nothing."""
+        if index < 0 or not need:
+            return True
+        self.room.take(index, need)
+        if index not in self.placement.values():
+            return True
+        placement = self.room.place(self.needs, self.allowed)
+        if placement is None:
+            self.room.give(index, need)
+            return False
+        self.placement = placement
+        return True
+
+    def nominations(self) -> dict[str, str]:
+        names = self.room.names
+        return {ask_id: names[index] for ask_id, index in sorted(self.placement.items())}

@@ -15,6 +15,12 @@ from django.db.models import Q
 
 from preemption import model
 from preemption.config import ROOT, PartitionConfig
+from preemption.eligibility_fields import (
+    read_affinity,
+    read_labels,
+    read_taints,
+    read_tolerations,
+)
 from preemption.hierarchy import Hierarchy
 from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
@@ -34,7 +40,7 @@ _ALLOCATION_FIELDS = (
 _ASK_FIELDS = (
     "external_id", "application__external_id", "queue_path", "resources", "priority",
     "allow_preemption", "preemption_policy", "required_node", "job", "created_at", "state",
-    "node",
+    "node", "node_selector", "node_affinity", "tolerations",
 )  # fmt: skip
 
 
@@ -49,9 +55,9 @@ def load_cluster_state(
     return model.ClusterState(
         config=config or partition.current_config(),
         nodes=tuple(
-            model.Node(name=name, capacity=capacity, schedulable=schedulable)
-            for name, capacity, schedulable in partition.nodes.values_list(
-                "name", "capacity", "schedulable"
+            _node(row)
+            for row in partition.nodes.values_list(
+                "name", "capacity", "schedulable", "labels", "taints"
             )
         ),
         allocations=tuple(
@@ -159,7 +165,9 @@ def with_overrides(state: model.ClusterState, body: ClusterStateBody) -> model.C
     """
     nodes = {node.name: node for node in state.nodes}
     for item in body.nodes:
-        nodes[item["name"]] = model.Node(item["name"], item["capacity"], item["schedulable"])
+        nodes[item["name"]] = _node(
+            (item["name"], item["capacity"], item["schedulable"], item["labels"], item["taints"])
+        )
     for name in body.removed_nodes:
         nodes.pop(name, None)
     if body.replace:
@@ -187,7 +195,8 @@ def with_overrides(state: model.ClusterState, body: ClusterStateBody) -> model.C
         asks[item["id"]] = _ask(
             (item["id"], item["app"], item["queue"], item["resources"], item["priority"],
              item["allow_preemption"], item["preemption_policy"], item["required_node"],
-             item["job"], item["created_at"], item["state"], node)
+             item["job"], item["created_at"], item["state"], node, item["node_selector"],
+             item["node_affinity"], item["tolerations"])
         )  # fmt: skip
     for ask_id in body.removed_asks:
         asks.pop(ask_id, None)
@@ -218,6 +227,18 @@ def _listed(items: dict[str, Any], listed: set[str]) -> dict[str, Any]:
     return {key: item for key, item in items.items() if key in listed}
 
 
+def _node(row: tuple) -> model.Node:
+    """A node; its labels and taints (SPEC 3.3) are stored as the ingest checked them."""
+    name, capacity, schedulable, labels, taints = row
+    return model.Node(
+        name=name,
+        capacity=capacity,
+        schedulable=schedulable,
+        labels=read_labels(labels, "labels"),
+        taints=read_taints(taints, "taints"),
+    )
+
+
 def _allocation(row: tuple) -> model.Allocation:
     (id_, app, queue, node, resources, priority, allow, originator, required, job, qos, pdb,
      created_at, state) = row  # fmt: skip
@@ -241,7 +262,7 @@ def _allocation(row: tuple) -> model.Allocation:
 
 def _ask(row: tuple) -> model.Ask:
     (id_, app, queue, resources, priority, allow, policy, required, job, created_at, state,
-     node) = row  # fmt: skip
+     node, selector, affinity, tolerations) = row  # fmt: skip
     return model.Ask(
         id=id_,
         app=app,
@@ -255,6 +276,9 @@ def _ask(row: tuple) -> model.Ask:
         created_at=created_at,
         state=model.AskState(state),
         node=node or None,
+        node_selector=read_labels(selector, "node_selector"),
+        node_affinity=read_affinity(affinity, "node_affinity"),
+        tolerations=read_tolerations(tolerations, "tolerations"),
     )
 
 

@@ -27,6 +27,10 @@ class Node(models.Model):
     name = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     capacity = models.JSONField(default=dict)
     schedulable = models.BooleanField(default=True)
+    #: SPEC 3.3: label -> value, and ``[{key, value, effect}]``, in the JSON form of
+    #: ``preemption.eligibility_fields`` (checked on ingest).
+    labels = models.JSONField(default=dict, blank=True)
+    taints = models.JSONField(default=list, blank=True)
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -231,6 +235,10 @@ class Ask(models.Model):
     created_at = models.DateTimeField()
     state = models.CharField(max_length=12, choices=AskState.choices, default=AskState.PENDING)
     node = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH, blank=True)
+    #: Where the ask may run (SPEC 3.3), in the JSON form of ``preemption.eligibility_fields``.
+    node_selector = models.JSONField(default=dict, blank=True)
+    node_affinity = models.JSONField(default=list, blank=True)
+    tolerations = models.JSONField(default=list, blank=True)
     retry_after = models.DateTimeField(null=True, blank=True)
 
     class Meta:

@@ -3,7 +3,8 @@
 ``initial_cluster`` builds, for a partition's queue tree:
 
 1. **Nodes**: CPU nodes of three sizes and, when some queue's guaranteed or max names
-   ``nvidia.com/gpu``, a few GPU nodes (8 GPUs each, about enough for the GPU queues' max).
+   ``nvidia.com/gpu``, a few GPU nodes (8 GPUs each, about enough for the GPU queues' max),
+   tainted ``nvidia.com/gpu:NoSchedule``; asks for GPUs tolerate the taint, others do not.
 2. **DaemonSet pods**: one per node for each of ``DAEMONSETS``, ``required_node`` = the node, in
    a system-ish leaf (``SYSTEM_LEAF_NAMES``) or, when the tree has none (``demo/queues.yaml``),
    in the first leaf of the last tenant (the demo's ``root.batch.nightly``).
@@ -36,7 +37,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from preemption import resources as res
 from preemption.config import ROOT, PartitionConfig
 from scheduler_admin.demo_cluster.items import (
     NEW_ASK_MARK,
@@ -50,6 +50,7 @@ from scheduler_admin.demo_cluster.items import (
     base36,
     draw_priority,
     draw_weighted,
+    node_item,
 )
 from scheduler_admin.demo_cluster.layout import (
     GI,
@@ -172,10 +173,7 @@ def initial_cluster(
     ]
     asks = _asks(layout, apps, tasks, rng, now, token) if tasks else []
     return {
-        "nodes": [
-            {"name": n, "capacity": res.format_resources(capacity[n]), "schedulable": True}
-            for n in node_list
-        ],
+        "nodes": [node_item(n, capacity[n]) for n in node_list],
         "allocations": allocations,
         "asks": asks,
         "budgets": budgets,

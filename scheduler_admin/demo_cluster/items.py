@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from preemption import resources as res
+from scheduler_admin.demo_cluster.layout import GPU
 
 #: Priority clusters (value, weight); ``None`` draws a value in between.
 PRIORITIES_FENCED = ((1000, 4), (100, 4), (0, 1), (None, 1))
@@ -22,6 +23,12 @@ QOS_OTHER = (("Guaranteed", 2), ("Burstable", 6), ("BestEffort", 2))
 USERS = ("ana", "bo", "chen", "dara", "eli", "fatima", "gus", "hiro", "ines", "jon", "kai", "lea")
 #: In the id of an ask for new work (not a requeued pod or a resubmitted gang).
 NEW_ASK_MARK = "-ask-"
+#: GPU nodes carry the taint GPU operators set (only pods that tolerate it run there) and a
+#: label; an ask for GPUs tolerates the taint, as the device plugin's admission adds it. So a
+#: CPU ask never preempts on a GPU node (SPEC 3.3).
+GPU_LABELS = {"nvidia.com/gpu.present": "true"}
+GPU_TAINTS = [{"key": GPU, "effect": "NoSchedule"}]
+GPU_TOLERATIONS = [{"key": GPU, "operator": "Exists", "effect": "NoSchedule"}]
 
 _BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -88,6 +95,21 @@ def ask_item(
         item["preemption_policy"] = preemption_policy
     if required_node:
         item["required_node"] = required_node
+    if amount.get(GPU, 0) > 0:
+        item["tolerations"] = GPU_TOLERATIONS
+    return item
+
+
+def node_item(name: str, capacity: Mapping[str, int]) -> dict[str, Any]:
+    """A schedulable node; a GPU node is labelled and tainted (``GPU_TAINTS``)."""
+    item: dict[str, Any] = {
+        "name": name,
+        "capacity": res.format_resources(capacity),
+        "schedulable": True,
+    }
+    if capacity.get(GPU, 0) > 0:
+        item["labels"] = GPU_LABELS
+        item["taints"] = GPU_TAINTS
     return item
 
 

@@ -79,6 +79,10 @@ REASONS: dict[str, ReasonText] = {
         "Reprieved: the goal is met without it once the others are taken.",
         "Fewest victims, most important kept",
     ),
+    Reason.NODE_INELIGIBLE: ReasonText(
+        "It runs on a node the ask may not use (node selector, node affinity or taints).",
+        "Only nodes the ask may use",
+    ),
     Reason.BUDGET_VIOLATION: ReasonText(
         "Preempting it would break a disruption budget.", "Disruption budgets kept if possible"
     ),

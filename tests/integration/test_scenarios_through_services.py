@@ -31,7 +31,7 @@ import time_machine
 from preemption.errors import ConfigErrors
 from preemption.hierarchy.partition_settings import _option_errors
 from preemption.model import AskState, Outcome, Plan
-from preemption.scenario import Scenario, decide, load_scenario, scenario_files
+from preemption.scenario import Scenario, decide, load_scenario
 from preemption.timers import is_pure_increase, replay_timeline
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask
 from scheduler_admin.enforcement import runs
@@ -52,13 +52,11 @@ from tests.support.scenario_db import (
     scenario_config,
     start_running_runs,
 )
+from tests.support.scenario_files import REPO, SHARED, suite_files
 
 pytestmark = pytest.mark.django_db
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED = REPO.parent / "shared" / "scenarios"
-OURS = REPO / "tests" / "scenarios"
-FILES = scenario_files([str(folder) for folder in (SHARED, OURS) if folder.is_dir()])
+FILES = suite_files()
 
 #: The config and the cluster are loaded this long before the decision being tested.
 LEAD = timedelta(days=1)

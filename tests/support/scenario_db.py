@@ -25,10 +25,12 @@ from typing import Any
 import time_machine
 
 from preemption.config import PartitionConfig
+from preemption.eligibility_fields import affinity_json, taints_json, tolerations_json
 from preemption.hierarchy import ConfigErrors
 from preemption.model import Allocation as EngineAllocation
 from preemption.model import Ask as EngineAsk
 from preemption.model import ClusterState
+from preemption.model import Node as EngineNode
 from preemption.resources import format_quantity
 from preemption.scenario import Scenario
 from scheduler_admin.cluster.models import Ask, AskState
@@ -107,16 +109,30 @@ def _ask(ask: EngineAsk) -> dict[str, Any]:
     for key in ("required_node", "job", "node"):
         if getattr(ask, key) is not None:
             item[key] = getattr(ask, key)
+    # Where it may run (SPEC 3.3), in the API's vocabulary.
+    if ask.node_selector:
+        item["node_selector"] = dict(ask.node_selector)
+    if ask.node_affinity:
+        item["node_affinity"] = affinity_json(ask.node_affinity)
+    if ask.tolerations:
+        item["tolerations"] = tolerations_json(ask.tolerations)
     return item
+
+
+def _node(node: EngineNode) -> dict[str, Any]:
+    return {
+        "name": node.name,
+        "capacity": quantities(node.capacity),
+        "schedulable": node.schedulable,
+        "labels": dict(node.labels),
+        "taints": taints_json(node.taints),
+    }
 
 
 def cluster_body(state: ClusterState) -> dict[str, Any]:
     """A ``cluster-state`` body (SPEC 7) holding the state's nodes, allocations, asks, budgets."""
     return {
-        "nodes": [
-            {"name": n.name, "capacity": quantities(n.capacity), "schedulable": n.schedulable}
-            for n in state.nodes
-        ],
+        "nodes": [_node(node) for node in state.nodes],
         "allocations": [_allocation(allocation) for allocation in state.allocations],
         "asks": [_ask(ask) for ask in state.asks],
         "budgets": [

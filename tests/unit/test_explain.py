@@ -28,7 +28,8 @@ from preemption.policies import (
     plan_required_node,
     with_new_max,
 )
-from preemption.scenario import decide, load_scenario, scenario_files
+from preemption.scenario import decide, load_scenario
+from tests.support.scenario_files import suite_files
 
 GI = 1024**3
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -447,9 +448,7 @@ def test_job_victim_kept_out_by_admission_gives_the_inequality():
 
 def _explained_scenarios() -> list[tuple[Path, Plan, list[CandidateRecord]]]:
     results = []
-    for path in scenario_files(
-        [str(ROOT.parent / "shared" / "scenarios"), str(ROOT / "tests/scenarios")]
-    ):
+    for path in suite_files():
         scenario = load_scenario(path)
         if scenario.policy == "quota_timeline":
             continue

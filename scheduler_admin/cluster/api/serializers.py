@@ -18,6 +18,7 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from preemption.model import SelectorOperator, TaintEffect, TolerationOperator
 from scheduler_admin.api.fields import RESOURCES_SCHEMA, ResourcesField
 from scheduler_admin.api.strict import StrictSerializer
 from scheduler_admin.cluster.models import (
@@ -65,7 +66,7 @@ class NodeSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Node
-        fields = ["name", "capacity", "schedulable", "updated_at"]
+        fields = ["name", "capacity", "schedulable", "labels", "taints", "updated_at"]
         read_only_fields = fields
 
 
@@ -122,7 +123,7 @@ class AskSerializer(serializers.ModelSerializer):
         fields = [
             "id", "app", "user", "queue", "resources", "priority", "allow_preemption",
             "preemption_policy", "required_node", "job", "created_at", "state", "node",
-            "retry_after",
+            "node_selector", "node_affinity", "tolerations", "retry_after",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -166,10 +167,51 @@ def _priority() -> serializers.IntegerField:
     )
 
 
+class TaintSerializer(StrictSerializer):
+    key = serializers.CharField(help_text="A Kubernetes label key, such as nvidia.com/gpu.")
+    value = serializers.CharField(required=False, allow_blank=True, default="")
+    effect = serializers.ChoiceField(choices=[e.value for e in TaintEffect])
+
+
+class TolerationSerializer(StrictSerializer):
+    key = serializers.CharField(
+        required=False, allow_blank=True, help_text="Empty (with Exists): every key."
+    )
+    operator = serializers.ChoiceField(
+        choices=[o.value for o in TolerationOperator], required=False, default="Equal"
+    )
+    value = serializers.CharField(
+        required=False, allow_blank=True, help_text="Empty with Exists; compared with Equal."
+    )
+    effect = serializers.ChoiceField(
+        choices=["", *[e.value for e in TaintEffect]],
+        required=False,
+        help_text="Empty: every effect.",
+    )
+
+
+class NodeSelectorRequirementSerializer(StrictSerializer):
+    key = serializers.CharField()
+    operator = serializers.ChoiceField(choices=[o.value for o in SelectorOperator])
+    values = serializers.ListField(
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        help_text="In/NotIn: one or more; Exists/DoesNotExist: none; Gt/Lt: one integer.",
+    )
+
+
+def _labels(help_text: str) -> serializers.DictField:
+    return serializers.DictField(
+        child=serializers.CharField(allow_blank=True), required=False, help_text=help_text
+    )
+
+
 class ClusterStateNodeSerializer(StrictSerializer):
     name = _id()
     capacity = QuantitiesField(required=False)
     schedulable = serializers.BooleanField(required=False, default=True)
+    labels = _labels("Node labels (key -> value).")
+    taints = TaintSerializer(many=True, required=False)
 
 
 class ClusterStateAllocationSerializer(StrictSerializer):
@@ -215,6 +257,14 @@ class ClusterStateAskSerializer(StrictSerializer):
     node = _optional_id(
         help_text="Reserved or nominated node; omitted keeps the one the product set."
     )
+    node_selector = _labels("Labels a node must carry for the ask to use it.")
+    node_affinity = serializers.ListField(
+        child=NodeSelectorRequirementSerializer(many=True),
+        required=False,
+        help_text="Required node affinity: terms (any one may match), each a list of "
+        "expressions (all must hold).",
+    )
+    tolerations = TolerationSerializer(many=True, required=False)
 
 
 class ClusterStateBudgetSerializer(StrictSerializer):

@@ -14,6 +14,16 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from preemption.eligibility_fields import (
+    FieldError,
+    affinity_json,
+    read_affinity,
+    read_labels,
+    read_taints,
+    read_tolerations,
+    taints_json,
+    tolerations_json,
+)
 from preemption.model import DEFAULT_CREATED_AT, PreemptionPolicy, QoS
 from scheduler_admin.cluster.ingest.checker import Checker, quote
 from scheduler_admin.cluster.models import AllocationState, AskState
@@ -208,6 +218,24 @@ def _flag(checker: Checker, value: object, path: str) -> bool:
     return checker.boolean(value, path, False)
 
 
+def _eligibility(read: Callable[[object, str], Any], dump: Callable[[Any], Any]) -> _Check:
+    """An eligibility field (SPEC 3.3), read with the engine's own reader (the scenario runner
+    uses the same) and kept in its canonical JSON form."""
+
+    def check(checker: Checker, value: object, path: str) -> Any:
+        try:
+            return dump(read(value, path))
+        except FieldError as exc:
+            checker.fail(exc.field, exc.message)
+            return dump(read(None, path))
+
+    return check
+
+
+def _same(value: Any) -> Any:
+    return value
+
+
 def _one_of(choices: list[str]) -> _Check:
     def check(checker: Checker, value: object, path: str) -> str:
         return checker.choice(value, path, choices, choices[0])
@@ -219,6 +247,8 @@ _NODE_FIELDS: dict[str, tuple[_Check, Any]] = {
     "name": (_id, ""),
     "capacity": (_resources, None),
     "schedulable": (_flag, True),
+    "labels": (_eligibility(read_labels, _same), {}),
+    "taints": (_eligibility(read_taints, taints_json), []),
 }
 _ALLOCATION_FIELDS: dict[str, tuple[_Check, Any]] = {
     "id": (_id, ""),
@@ -256,6 +286,9 @@ _ASK_FIELDS: dict[str, tuple[_Check, Any]] = {
     "state": (_one_of([s.value for s in AskState]), AskState.PENDING.value),
     # "": keep the node the product reserved or nominated.
     "node": (_optional_node_ref, ""),
+    "node_selector": (_eligibility(read_labels, _same), {}),
+    "node_affinity": (_eligibility(read_affinity, affinity_json), []),
+    "tolerations": (_eligibility(read_tolerations, tolerations_json), []),
 }
 _BUDGET_FIELDS: dict[str, tuple[_Check, Any]] = {
     "name": (_id, ""),

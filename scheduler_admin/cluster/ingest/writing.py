@@ -86,8 +86,10 @@ _ALLOCATION_COLUMNS = (
 )  # fmt: skip
 _ASK_COLUMNS = (
     "application_id", "queue_path", "resources", "priority", "allow_preemption",
-    "preemption_policy", "required_node", "job", "created_at", "state",
+    "preemption_policy", "required_node", "job", "created_at", "state", "node_selector",
+    "node_affinity", "tolerations",
 )  # fmt: skip
+_NODE_COLUMNS = ("capacity", "schedulable", "labels", "taints")
 
 
 def write_state(
@@ -127,12 +129,15 @@ def write_state(
             changed[kind]["updated" if item[key] in stored else "created"] += 1
 
     # Nodes ------------------------------------------------------------------------------------
-    stored = stored_rows(Node, partition, "name", ["capacity", "schedulable"], state.nodes, "name")
-    nodes = [n for n in state.nodes if stored.get(n["name"]) != (n["capacity"], n["schedulable"])]
+    stored = stored_rows(Node, partition, "name", list(_NODE_COLUMNS), state.nodes, "name")
+    nodes = [
+        n for n in state.nodes
+        if stored.get(n["name"]) != tuple(n[column] for column in _NODE_COLUMNS)
+    ]  # fmt: skip
     count("nodes", "name", nodes, stored)
     upsert_rows(
-        Node, partition, "name", ["capacity", "schedulable", "updated_at"],
-        [(n["name"], n["capacity"], n["schedulable"], now) for n in nodes],
+        Node, partition, "name", [*_NODE_COLUMNS, "updated_at"],
+        [(n["name"], *(n[column] for column in _NODE_COLUMNS), now) for n in nodes],
     )  # fmt: skip
 
     # Applications: one per app named by an allocation or ask (its first item decides) ----------
@@ -199,7 +204,8 @@ def write_state(
         values = (
             app_ids[item["app"]], item["queue"], item["resources"], item["priority"],
             item["allow_preemption"], item["preemption_policy"], item["required_node"],
-            item["job"], item["created_at"], item["state"],
+            item["job"], item["created_at"], item["state"], item["node_selector"],
+            item["node_affinity"], item["tolerations"],
         )  # fmt: skip
         before = stored.get(item["id"])
         if before is not None and before[:-1] == values and item["node"] in ("", before[-1]):

@@ -193,6 +193,12 @@ _REASON_TEXTS: dict[str, tuple[str, tuple[int, ...]]] = {
         "important first, while the ask still fits: this one could stay.",
         (),
     ),
+    Reason.NODE_INELIGIBLE: (
+        "It runs on a node the waiting pod may not use (its node selector, required node "
+        "affinity or a NoSchedule/NoExecute taint it does not tolerate), so taking it would "
+        "free room the pod can never use.",
+        (),
+    ),
     Reason.BUDGET_VIOLATION: (
         "Taken although its disruption budget has no disruption left (more important pods used "
         "them): priority preemption prefers nodes with fewer such victims, but takes them when "
