@@ -80,9 +80,12 @@ def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
     anything, so whatever reaches it (NUL, lone surrogates, huge integers, any type anywhere)
     is either refused here or fits its column.
     """
-    queues = {q.path for q in partition.current_config().queues}
+    # The leaves are the paths that are no queue's parent: one pass over the paths (a queue's
+    # parent is its path less the last name), not a comparison of every pair of queues.
+    queues = set(partition.queues.values_list("path", flat=True))
+    parents = {path.rsplit(".", 1)[0] for path in queues if "." in path}
     checker = Checker(
-        leaves={path for path in queues if not any(p.startswith(path + ".") for p in queues)},
+        leaves=queues - parents,
         nodes=set(partition.nodes.values_list("name", flat=True)),
     )
     data = checker.mapping(body, "", TOP_KEYS)
