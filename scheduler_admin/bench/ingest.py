@@ -52,12 +52,14 @@ def _post(client, partition: str, body: bytes) -> dict[str, Any]:
 
 
 def _pushes(context) -> Iterator[Row]:
+    from preemption.resources import format_resources
     from scheduler_admin.cluster.models import Allocation, Node
 
     client = context.api_client("operator")
     name = context.partition.name
     node = Node.objects.filter(partition=context.partition).order_by("name").first()
-    empty = json.dumps({"nodes": [{"name": node.name, "capacity": node.capacity}]}).encode()
+    capacity = format_resources(node.capacity)  # as stored: the push changes nothing
+    empty = json.dumps({"nodes": [{"name": node.name, "capacity": capacity}]}).encode()
     yield Row(
         "POST cluster-state, empty push (one unchanged node)",
         timed(lambda: _post(client, name, empty), runs=9) * 1000, "ms", goal=50,
@@ -76,7 +78,7 @@ def _pushes(context) -> Iterator[Row]:
         items = [
             {
                 "id": task["external_id"], "app": task["application__external_id"],
-                "queue": task["queue_path"], "resources": task["resources"],
+                "queue": task["queue_path"], "resources": format_resources(task["resources"]),
                 "node": nodes[(nodes.index(task["node_name"]) + shift) % len(nodes)],
                 "priority": task["priority"], "created_at": task["created_at"].isoformat(),
             }
@@ -107,8 +109,8 @@ def _replacements(context) -> Iterator[Row]:
         body = _replacement(leaves, size)
         raw = json.dumps(body).encode()
         parse = once(lambda: json.loads(raw))  # noqa: B023
-        copy = _copy_floor(partition, body)
         _post(client, INGEST, b'{"replace": true}')  # empty: every row of the push is new
+        copy = _copy_floor(partition, body)
         seconds = once(lambda: _post(client, INGEST, raw))  # noqa: B023
         points.append((size, seconds))
         yield Row(
@@ -129,7 +131,7 @@ def _replacements(context) -> Iterator[Row]:
 def _replacement(leaves: list[str], size: int) -> dict[str, Any]:
     """``NODES`` nodes and ``size`` agent-shaped allocations, ten per application."""
     nodes = [
-        {"name": f"node-{n:05d}", "capacity": {"cpu": "64", "memory": "256Gi", "pods": "110"}}
+        {"name": f"node-{n:05d}", "capacity": {"vcore": "64", "memory": "256Gi", "pods": "110"}}
         for n in range(NODES)
     ]
     allocations = []
@@ -141,7 +143,7 @@ def _replacement(leaves: list[str], size: int) -> dict[str, Any]:
                 "app": f"ns-{app % 50:02d}/job-{app:06d}",
                 "queue": leaves[app % len(leaves)],
                 "user": f"user-{app % 300}@example.com",
-                "resources": {"cpu": "500m", "memory": "2Gi", "pods": "1"},
+                "resources": {"vcore": "500m", "memory": "2Gi", "pods": "1"},
                 "priority": app % 5,
                 "allow_preemption": True,
                 "node": f"node-{i % NODES:05d}",

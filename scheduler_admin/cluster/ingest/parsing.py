@@ -25,6 +25,7 @@ from scheduler_admin.limits import (
     QUEUE_PATH_MAX_LENGTH,
 )
 from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.saved import current_config
 
 TOP_KEYS = {"nodes", "allocations", "asks", "budgets", "remove", "replace"}
 REMOVE_KEYS = {"nodes", "allocations", "asks", "budgets"}
@@ -80,12 +81,12 @@ def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
     anything, so whatever reaches it (NUL, lone surrogates, huge integers, any type anywhere)
     is either refused here or fits its column.
     """
-    # The leaves are the paths that are no queue's parent: one pass over the paths (a queue's
-    # parent is its path less the last name), not a comparison of every pair of queues.
-    queues = set(partition.queues.values_list("path", flat=True))
-    parents = {path.rsplit(".", 1)[0] for path in queues if "." in path}
+    # The leaves are the queues that are no queue's parent: one pass over the config (parsed
+    # once per process and revision, ``queues.saved``), not a comparison of every pair.
+    queues = current_config(partition).queues
+    parents = {queue.parent for queue in queues}
     checker = Checker(
-        leaves=queues - parents,
+        leaves={queue.path for queue in queues if queue.path not in parents},
         nodes=set(partition.nodes.values_list("name", flat=True)),
     )
     data = checker.mapping(body, "", TOP_KEYS)
