@@ -8,5 +8,6 @@ raw transaction, a plain sort), so a loaded machine slows both.
 
 A measurement tool, not a test: it prints numbers and asserts nothing. ``--only SECTION`` runs
 one section (``api``, ``runs``, ``acks``, ``engine``, ``config``: the largest config the size cap
-allows, imported and replaced); ``--keep`` keeps the database.
+allows, imported and replaced; ``ingest``: cluster-state pushes, up to a 200,000-allocation
+replacement); ``--keep`` keeps the database.
 """

@@ -10,7 +10,7 @@ import time
 from scheduler_admin.bench.harness import Row, print_header, print_row
 
 #: Sections in the order they run: read-only ones first, then those that change the data.
-SECTIONS = ["engine", "api", "sweep", "runs", "acks", "config"]
+SECTIONS = ["engine", "api", "sweep", "runs", "acks", "config", "ingest"]
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -267,3 +267,29 @@ class DisruptionBudget(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class ReplacementPage(models.Model):
+    """One page of a cluster-state replacement sent in several requests
+    (``cluster.ingest.pages``): kept, unapplied, until the replacement's last page arrives,
+    then applied with the others as one ``replace`` push and deleted. ``items`` is the page's
+    ``nodes``, ``allocations``, ``asks`` and ``budgets`` as JSON text (read back once, whole)."""
+
+    partition = models.ForeignKey(
+        Partition, on_delete=models.CASCADE, related_name="replacement_pages"
+    )
+    generation = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
+    index = models.PositiveIntegerField()
+    items = models.TextField()
+    received_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["partition", "generation", "index"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["partition", "generation", "index"], name="replacement_page_unique"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.generation}[{self.index}]"

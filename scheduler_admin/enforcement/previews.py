@@ -8,7 +8,7 @@ the new config — the plan that would run once the delay passes if nothing else
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -22,6 +22,7 @@ from preemption.policies import plan_ask, plan_job, plan_quota, plan_quota_chang
 from preemption.timers import QuotaTimer, timers_after_save
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state, with_overrides
 from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
+from scheduler_admin.enforcement.candidates import INLINE_EXPLANATIONS, summary
 from scheduler_admin.enforcement.exports import api_item
 from scheduler_admin.enforcement.models import QuotaTimer as TimerRow
 from scheduler_admin.enforcement.models import TimerStatus, active_run_queues
@@ -51,7 +52,9 @@ class ChangePreview:
         assert self.state is not None
         return explain(self.state, self.plans[path], path)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, *, every: bool = False) -> dict[str, Any]:
+        """The API's dry-run body; ``every``: every candidate of each plan explained inline
+        (else the first ``INLINE_EXPLANATIONS``, ``plan_json``)."""
         return {
             "timers": [
                 {
@@ -62,20 +65,29 @@ class ChangePreview:
                 for timer in sorted(self.timers.values(), key=lambda t: t.queue)
             ],
             "plans": [
-                {"queue": queue, **plan_json(plan, self.described(queue))}
+                {"queue": queue, **plan_json(plan, self.described(queue), every=every)}
                 for queue, plan in sorted(self.plans.items())
             ],
         }
 
 
-def plan_json(plan: Plan, records: Sequence[CandidateRecord]) -> dict[str, Any]:
+def plan_json(
+    plan: Plan, records: Sequence[CandidateRecord], *, every: bool = False
+) -> dict[str, Any]:
     """A plan for API bodies: quantities as strings, so they read back the same (vcore "10" is
-    10 cores, while a bare 10000 would be read as 10000 cores), and every candidate explained as
-    a stored run explains it (``preemption.explain``: facts and the specific reason)."""
-    body = plan.to_json()
-    body["explanations"] = [
-        api_item(record.to_json()) for record in sorted(records, key=lambda r: r.candidate)
-    ]
+    10 cores, while a bare 10000 would be read as 10000 cores), and its candidates explained as
+    a stored run explains them (``preemption.explain``: facts and the specific reason): the
+    first ``INLINE_EXPLANATIONS`` by candidate id (``every``: all of them), with a count and a
+    summary of all (``enforcement.candidates``)."""
+    body = replace(plan, explanations=()).to_json()  # the records explain them, below
+    shown = sorted(records, key=lambda r: r.candidate)
+    if not every:
+        shown = shown[:INLINE_EXPLANATIONS]
+    body["explanations"] = [api_item(record.to_json()) for record in shown]
+    body["explanation_count"] = len(records)
+    body["explanation_summary"] = summary(
+        (record.accepted, str(record.reason)) for record in records
+    )
     body["targets"] = {
         path: resources.format_resources(amounts) for path, amounts in plan.targets.items()
     }

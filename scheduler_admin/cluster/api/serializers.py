@@ -21,6 +21,7 @@ from rest_framework import serializers
 from preemption.model import SelectorOperator, TaintEffect, TolerationOperator
 from scheduler_admin.api.fields import RESOURCES_SCHEMA, ResourcesField
 from scheduler_admin.api.strict import StrictSerializer
+from scheduler_admin.cluster.ingest.pages import MAX_PAGES
 from scheduler_admin.cluster.models import (
     Allocation,
     AllocationState,
@@ -283,6 +284,25 @@ class ClusterStateRemoveSerializer(StrictSerializer):
     budgets = serializers.ListField(child=_id(), required=False)
 
 
+class ReplacementPageSerializer(StrictSerializer):
+    """Which page of a replacement sent in several requests this body is."""
+
+    generation = serializers.CharField(
+        max_length=CLUSTER_ID_MAX_LENGTH,
+        help_text="Names the replacement: any text, new for each replacement. A page of "
+        "another generation drops the pages kept for an older one.",
+    )
+    index = serializers.IntegerField(
+        min_value=0, max_value=MAX_PAGES - 1,
+        help_text="The page's place, from 0, sent in order (a page sent again replaces it).",
+    )  # fmt: skip
+    last = serializers.BooleanField(
+        default=False,
+        help_text="true on the final page: the kept pages and this one are applied as one "
+        "replace push.",
+    )
+
+
 class ClusterStateSerializer(StrictSerializer):
     """Bulk upserts (by id or name) and removals, all or nothing; with ``replace``, the
     partition's whole state."""
@@ -299,6 +319,12 @@ class ClusterStateSerializer(StrictSerializer):
         "and budget of the partition that it does not list is removed, and the applications "
         "left without tasks or asks; nodes that items name must then be in `nodes`. A cluster "
         "agent sends this after listing the cluster (at start, after a watch was lost).",
+    )
+    page = ReplacementPageSerializer(
+        required=False,
+        help_text="A replacement too large for one request, sent in pages (with `replace`: "
+        "true, and no `remove`): pages before the last are kept and change nothing (202); "
+        "the last applies them all as one replace push.",
     )
 
 
@@ -342,3 +368,16 @@ class IngestResultSerializer(serializers.Serializer):
     replace = serializers.BooleanField(help_text="Whether the body replaced the whole state.")
     removed = RemovedCountsSerializer()
     changed = ChangedSerializer()
+
+
+class PageKeptBodySerializer(serializers.Serializer):
+    generation = serializers.CharField()
+    index = serializers.IntegerField()
+    pages_kept = serializers.IntegerField(help_text="Pages of this replacement kept so far.")
+    applied = serializers.BooleanField(help_text="Always false: nothing is applied yet.")
+
+
+class PageKeptSerializer(serializers.Serializer):
+    """A page of a replacement kept, unapplied, until its last page arrives."""
+
+    replacement = PageKeptBodySerializer()

@@ -24,6 +24,7 @@ from scheduler_admin.api.views import (
 )
 from scheduler_admin.cluster import filtersets
 from scheduler_admin.cluster.api import serializers
+from scheduler_admin.cluster.ingest.pages import PageKept, is_page, receive_page
 from scheduler_admin.cluster.models import Allocation, Application, Ask, DisruptionBudget, Node
 from scheduler_admin.cluster.services import ingest_cluster_state
 
@@ -109,14 +110,27 @@ class ClusterStateView(PartitionScoped, APIView):
             '`app`/`queue`. With `"replace": true` the body is the partition\'s whole state: '
             "whatever it does not list is removed in the same transaction. Sending the same "
             "body twice changes nothing: only new or changed rows are written, `changed` counts "
-            "them, and a push that changes nothing records no audit event."
+            "them, and a push that changes nothing records no audit event. A replacement "
+            "larger than one request is sent in pages (`page`): nothing changes until its last "
+            "page arrives (202 before), and the last page applies them all as one replace push."
         ),
         request=serializers.ClusterStateSerializer,
-        responses={200: serializers.IngestResultSerializer, **WRITE_ERRORS},
+        responses={
+            200: serializers.IngestResultSerializer,
+            202: serializers.PageKeptSerializer,
+            **WRITE_ERRORS,
+        },
     )
     def post(self, request: Request, partition: str) -> Response:
+        authorize = access.authorizer(request.user, OPERATE_CLUSTER, None)
+        if is_page(request.data):  # one page of a replacement (``ingest.pages``)
+            answer = receive_page(
+                self.partition, request.data, actor=request.user, authorize=authorize
+            )
+            if isinstance(answer, PageKept):
+                return Response(answer.to_json(), status=202)
+            return Response(answer.to_json())
         result = ingest_cluster_state(
-            self.partition, request.data, actor=request.user,
-            authorize=access.authorizer(request.user, OPERATE_CLUSTER, None),
-        )  # fmt: skip
+            self.partition, request.data, actor=request.user, authorize=authorize
+        )
         return Response(result.to_json())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import Any
 
 from preemption import resources as quantities
@@ -72,13 +73,17 @@ class Checker:
         self.errors: dict[str, list[str]] = {}
         #: The partition's leaf queues and the nodes an item may name (stored or in the body).
         self.leaves = leaves or set()
-        #: YuniKorn reports queue paths lower-cased (``root.queuea`` for a configured
-        #: ``root.queueA``); names are unique regardless of case, so the match is unambiguous.
-        self.leaf_spelling = {leaf.lower(): leaf for leaf in self.leaves}
         self.nodes = nodes or set()
         # Thousands of tasks share a handful of shapes ({"memory": "2Gi", "vcore": "500m"}):
         # parse each shape once. Only valid shapes are kept (errors carry each item's path).
         self._parsed: dict[tuple[tuple[object, object], ...], dict[str, int]] = {}
+
+    @cached_property
+    def leaf_spelling(self) -> dict[str, str]:
+        """YuniKorn reports queue paths lower-cased (``root.queuea`` for a configured
+        ``root.queueA``); names are unique regardless of case, so the match is unambiguous.
+        Built on the first path that is not a leaf as spelt: most pushes never need it."""
+        return {leaf.lower(): leaf for leaf in self.leaves}
 
     def fail(self, path: str, message: str) -> None:
         self.errors.setdefault(path or "non_field_errors", []).append(message)

@@ -35,6 +35,7 @@ from scheduler_admin.limits import (
     QUEUE_PATH_MAX_LENGTH,
 )
 from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.saved import current_config
 
 TOP_KEYS = {"nodes", "allocations", "asks", "budgets", "remove", "replace"}
 REMOVE_KEYS = {"nodes", "allocations", "asks", "budgets"}
@@ -90,9 +91,12 @@ def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
     anything, so whatever reaches it (NUL, lone surrogates, huge integers, any type anywhere)
     is either refused here or fits its column.
     """
-    queues = {q.path for q in partition.current_config().queues}
+    # The leaves are the queues that are no queue's parent: one pass over the config (parsed
+    # once per process and revision, ``queues.saved``), not a comparison of every pair.
+    queues = current_config(partition).queues
+    parents = {queue.parent for queue in queues}
     checker = Checker(
-        leaves={path for path in queues if not any(p.startswith(path + ".") for p in queues)},
+        leaves={queue.path for queue in queues if queue.path not in parents},
         nodes=set(partition.nodes.values_list("name", flat=True)),
     )
     data = checker.mapping(body, "", TOP_KEYS)

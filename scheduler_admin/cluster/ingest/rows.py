@@ -19,7 +19,8 @@ from scheduler_admin.queues.models import Partition
 #: Rows per INSERT statement: under SQLite's 32,766 bound parameters for the widest table.
 _BATCH_ROWS = 2000
 
-#: Above this many items, reading the partition's whole table beats a huge ``IN`` list.
+#: Above this many items of a replace push, reading the partition's whole table beats a
+#: huge ``= ANY`` array.
 _WHOLE_TABLE_FROM = 1000
 
 
@@ -30,19 +31,24 @@ def stored_rows(
     columns: list[str],
     items: Iterable[Mapping[str, Any]],
     item_key: str,
+    *,
+    whole: bool = False,
 ) -> dict[str, tuple[Any, ...]]:
     """The stored values of ``columns`` (attnames) by ``key``, for the rows the items name.
 
-    A large body reads the partition's rows at once rather than sending tens of thousands of
-    ids back to the database; a small one reads only its own rows. JSON columns are read as
+    A large body that is the partition's ``whole`` state (a replace push) reads the
+    partition's rows at once rather than sending tens of thousands of ids back to the
+    database; any other reads only its own rows (one array of ids). JSON columns are read as
     text and decoded once per distinct text: thousands of tasks share a few resource sets.
     """
     ids = [item[item_key] for item in items]
     if not ids:
         return {}
     rows = model.objects.filter(partition=partition)  # type: ignore[attr-defined]
-    if len(ids) < _WHOLE_TABLE_FROM:
-        rows = rows.filter(**{f"{key}__in": ids})
+    # The whole table only for a large replace push (it names every row): a delta of 1,500
+    # tasks of a 200,000-task partition once read all 200,000 rows.
+    if not whole or len(ids) < _WHOLE_TABLE_FROM:
+        rows = _named(model, rows, key, ids)
     fields = {f.attname: f for f in model._meta.concrete_fields}  # type: ignore[attr-defined]
     as_text = [i for i, name in enumerate(columns) if isinstance(fields[name], models.JSONField)]
     rows = rows.annotate(
@@ -62,6 +68,16 @@ def stored_rows(
             values[i] = decode(values[i])
         stored[key_value] = tuple(values)
     return stored
+
+
+def _named(model: type[models.Model], rows: models.QuerySet, key: str, ids: list[str]):
+    """``rows`` whose ``key`` is one of ``ids``: on PostgreSQL as one array parameter
+    (``= ANY``), not one bound parameter per id (about 20 µs each on the client)."""
+    if connection.vendor != "postgresql":
+        return rows.filter(**{f"{key}__in": ids})
+    column = connection.ops.quote_name(model._meta.get_field(key).column)  # type: ignore[attr-defined]
+    table = connection.ops.quote_name(model._meta.db_table)  # type: ignore[attr-defined]
+    return rows.extra(where=[f"{table}.{column} = ANY(%s)"], params=[ids])  # noqa: S610
 
 
 def upsert_rows(

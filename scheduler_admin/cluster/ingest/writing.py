@@ -129,7 +129,10 @@ def write_state(
             changed[kind]["updated" if item[key] in stored else "created"] += 1
 
     # Nodes ------------------------------------------------------------------------------------
-    stored = stored_rows(Node, partition, "name", list(_NODE_COLUMNS), state.nodes, "name")
+    whole = state.replace
+    stored = stored_rows(
+        Node, partition, "name", list(_NODE_COLUMNS), state.nodes, "name", whole=whole
+    )
     nodes = [
         n for n in state.nodes
         if stored.get(n["name"]) != tuple(n[column] for column in _NODE_COLUMNS)
@@ -145,8 +148,9 @@ def write_state(
     for item in [*state.allocations, *state.asks]:
         apps.setdefault(item["app"], item)
     stored_apps = stored_rows(
-        Application, partition, "external_id", ["id", "queue_path", "user"], apps.values(), "app"
-    )
+        Application, partition, "external_id", ["id", "queue_path", "user"], apps.values(), "app",
+        whole=whole,
+    )  # fmt: skip
     app_ids = {app: row[0] for app, row in stored_apps.items()}
     changed_apps = [
         item for app, item in apps.items()
@@ -164,7 +168,7 @@ def write_state(
     # Allocations ------------------------------------------------------------------------------
     stored = stored_rows(
         Allocation, partition, "external_id", [*_ALLOCATION_COLUMNS, "state"],
-        state.allocations, "id",
+        state.allocations, "id", whole=whole,
     )  # fmt: skip
     with_state, keep_state = [], []
     for item in state.allocations:
@@ -198,7 +202,9 @@ def write_state(
     )
 
     # Asks: an ask sent without a node keeps the node the product reserved or nominated -------
-    stored = stored_rows(Ask, partition, "external_id", [*_ASK_COLUMNS, "node"], state.asks, "id")
+    stored = stored_rows(
+        Ask, partition, "external_id", [*_ASK_COLUMNS, "node"], state.asks, "id", whole=whole
+    )
     with_node, keep_node = [], []
     for item in state.asks:
         values = (

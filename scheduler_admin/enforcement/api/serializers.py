@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -12,6 +13,7 @@ from rest_framework import serializers
 from preemption import resources
 from scheduler_admin.api.fields import RESOURCES_SCHEMA, ResourcesField, TargetsField
 from scheduler_admin.api.strict import StrictSerializer
+from scheduler_admin.enforcement.candidates import INLINE_EXPLANATIONS, stored_summary
 from scheduler_admin.enforcement.evictions import AckOutcome, AckResult, ReportResult
 from scheduler_admin.enforcement.exports import EXPLANATION_FIELDS, explanation_items
 from scheduler_admin.enforcement.models import (
@@ -266,18 +268,54 @@ class SubjectField(serializers.Field):
         }
 
 
+class ExplanationCountSerializer(serializers.Serializer):
+    """How many candidates were taken or not for one reason."""
+
+    accepted = serializers.BooleanField()
+    reason = serializers.CharField()
+    count = serializers.IntegerField()
+
+
 class RunDetailSerializer(RunSerializer):
     """A run with what it was for, its victims (in the order taken, each with why it was
-    taken) and every candidate's explanation (by candidate id), all read from the run's own
-    record: facts as they were when it planned, never the cluster as it is now."""
+    taken) and its candidates' explanations (the first ``INLINE_EXPLANATIONS`` by candidate
+    id, a count and a summary of all; the others are ``runs/{id}/candidates/``), all read from
+    the run's own record: facts as they were when it planned, never the cluster as it is now."""
 
     subject = SubjectField(read_only=True)
     victims = serializers.SerializerMethodField()
-    explanations = serializers.SerializerMethodField()
+    explanations = serializers.SerializerMethodField(
+        help_text=f"The first {INLINE_EXPLANATIONS:,} candidates' explanations, by candidate id; "
+        "every one is in `candidates` (paginated) and the exports."
+    )
+    explanation_count = serializers.SerializerMethodField(
+        help_text="How many candidates the run's plan explained."
+    )
+    explanation_summary = serializers.SerializerMethodField(
+        help_text="Candidates per decision (`accepted`) and reason."
+    )
+    candidates = serializers.SerializerMethodField(
+        help_text="The paginated list of every candidate's explanation."
+    )
 
     class Meta(RunSerializer.Meta):
-        fields = [*RunSerializer.Meta.fields, "subject", "victims", "explanations"]
+        fields = [
+            *RunSerializer.Meta.fields, "subject", "victims", "explanations",
+            "explanation_count", "explanation_summary", "candidates",
+        ]  # fmt: skip
         read_only_fields = fields
+
+    def get_explanation_count(self, run: PreemptionRun) -> int:
+        return run.candidates.count()
+
+    @extend_schema_field(ExplanationCountSerializer(many=True))
+    def get_explanation_summary(self, run: PreemptionRun) -> list[dict[str, Any]]:
+        return stored_summary(run.candidates.all())
+
+    def get_candidates(self, run: PreemptionRun) -> str:
+        url = reverse("api-run-candidates", kwargs={"pk": run.pk})
+        request = self.context.get("request")
+        return request.build_absolute_uri(url) if request is not None else url
 
     @extend_schema_field(VictimSerializer(many=True))
     def get_victims(self, run: PreemptionRun) -> list[dict[str, Any]]:
@@ -293,8 +331,9 @@ class RunDetailSerializer(RunSerializer):
     @extend_schema_field(ExplanationSerializer(many=True))
     def get_explanations(self, run: PreemptionRun) -> list[dict[str, Any]]:
         """Read in bulk (``exports.explanation_items``), in the shape ``ExplanationSerializer``
-        documents: a serializer per row would take seconds for a run of 100,000 candidates."""
-        return list(explanation_items(run.candidates.order_by("candidate")))
+        documents: a serializer per row would take seconds even for a page of them."""
+        first = run.candidates.order_by("candidate")[:INLINE_EXPLANATIONS]
+        return list(explanation_items(first))
 
 
 class AbortSerializer(StrictSerializer):

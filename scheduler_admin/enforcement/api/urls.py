@@ -38,6 +38,7 @@ urlpatterns = [
     ),
     path("runs/", views.RunViewSet.as_view({"get": "list"}), name="api-run-list"),
     path("runs/<int:pk>/", views.RunViewSet.as_view({"get": "retrieve"}), name="api-run-detail"),
+    path("runs/<int:pk>/candidates/", _detail_action("candidates"), name="api-run-candidates"),
     path("runs/<int:pk>/export.csv", _detail_action("export_csv"), name="api-run-export-csv"),
     path("runs/<int:pk>/export.json", _detail_action("export_json"), name="api-run-export-json"),
     re_path(

@@ -32,6 +32,7 @@ from rest_framework.serializers import BaseSerializer
 
 from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.errors import Conflict
+from scheduler_admin.api.pagination import StandardPagination
 from scheduler_admin.api.parsers import FLAT_BODY_PARSERS
 from scheduler_admin.api.permissions import ABORT_RUN, CANCEL_TIMER, OPERATE_CLUSTER
 from scheduler_admin.api.strict import EmptyBodySerializer
@@ -58,6 +59,7 @@ from scheduler_admin.enforcement.evictions import (
     acknowledge_evictions,
     report_evictions,
 )
+from scheduler_admin.enforcement.exports import explanation_items
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
 from scheduler_admin.enforcement.runs import RunNotActive, RunNotFound, abort_run
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
@@ -201,6 +203,41 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     @action(detail=True, url_path=r"export\.json", **_EXPORT_ACTION)
     def export_json(self, request: Request, pk: str) -> StreamingHttpResponse:
         return exports.export_response(self.get_object(), "json")
+
+    @extend_schema(
+        summary="A run's candidates, paginated",
+        description="Every candidate the run's plan explained, by candidate id, with the facts "
+        "the decision used and the specific reason, as kept with the run when it planned (the "
+        "fields of `explanations` in `runs/{id}/`, which lists only the first ones). "
+        "`accepted` and `reason` narrow the list.",
+        parameters=[
+            ID,
+            OpenApiParameter(
+                "accepted", bool, required=False,
+                description="`true`: the victims only; `false`: the others.",
+            ),
+            OpenApiParameter(
+                "reason", str, required=False, description="One reason code (e.g. `victim`)."
+            ),
+        ],
+        filters=False,
+        responses={200: serializers.ExplanationSerializer(many=True), **LIST_ERRORS},
+    )  # fmt: skip
+    @action(detail=True, filter_backends=[], pagination_class=StandardPagination)
+    def candidates(self, request: Request, pk: str) -> Response:
+        """Pages of ``exports.explanation_items`` (read in bulk, as the run's answer reads
+        its first ones): the page's slice of the candidates, never all of them."""
+        run = self.get_object()
+        rows = run.candidates.order_by("candidate")
+        accepted = request.query_params.get("accepted")
+        if accepted:
+            rows = rows.filter(accepted=accepted == "true")
+        reason = request.query_params.get("reason")
+        if reason:
+            rows = rows.filter(reason=reason)
+        page = self.paginate_queryset(rows.values_list("pk", flat=True))
+        shown = run.candidates.filter(pk__in=page).order_by("candidate")
+        return self.get_paginated_response(list(explanation_items(shown)))
 
     @extend_schema(
         summary="Abort an active run (admin)",

@@ -28,6 +28,7 @@ from scheduler_admin.api.dry_run import DRY_RUN_PARAMETERS, DRY_RUN_RULE, is_dry
 from scheduler_admin.api.params import int_param
 from scheduler_admin.api.parsers import YAML_BODY_PARSERS, ConfigJSONParser
 from scheduler_admin.api.permissions import ADMINISTER, READ
+from scheduler_admin.enforcement.candidates import EXPLANATIONS_PARAMETER, every_explanation
 from scheduler_admin.queues import services
 from scheduler_admin.queues.api.params import (
     FLAG_SCHEMA,
@@ -73,7 +74,7 @@ class ConfigView(APIView):
         "`?dry_run=true` the preview `{dry_run, valid, timers, plans, ...}`, nothing saved. "
         + DRY_RUN_RULE,
         request=ConfigPutBodySerializer,
-        parameters=[*DRY_RUN_PARAMETERS, IF_MATCH],
+        parameters=[*DRY_RUN_PARAMETERS, EXPLANATIONS_PARAMETER, IF_MATCH],
         responses={200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun")},
     )
     def put(self, request: Request, partition: str) -> Response:
@@ -96,7 +97,7 @@ def _replace_config(
                 f"partition {partition.name!r} is at version {partition.version}, not {version}",
                 current=partition.version,
             )
-        return dry_run_body(partition, config)
+        return dry_run_body(partition, config, every=every_explanation(request))
     if version is None:
         raise ValidationError({"version": ["send the version you read (or If-Match)"]})
     services.save_partition_config(
@@ -166,6 +167,7 @@ class ConfigYamlView(APIView):
         request={"application/yaml": QUEUES_YAML_PUT},
         parameters=[
             *DRY_RUN_PARAMETERS,
+            EXPLANATIONS_PARAMETER,
             OpenApiParameter(
                 "version",
                 {"type": "integer", "minimum": 1, "maximum": limits.POSITIVE_INT_MAX},

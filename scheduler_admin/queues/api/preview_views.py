@@ -16,6 +16,7 @@ from scheduler_admin import deadlines
 from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.permissions import SIMULATE
 from scheduler_admin.cluster.ingest.parsing import IngestErrors, parse_cluster_state
+from scheduler_admin.enforcement.candidates import EXPLANATIONS_PARAMETER, every_explanation
 from scheduler_admin.enforcement.previews import (
     UnknownTarget,
     plan_json,
@@ -31,10 +32,15 @@ from scheduler_admin.queues.resource_types import resource_type_warnings
 
 
 def dry_run_body(
-    partition: Partition, config: PartitionConfig, *, base: PartitionConfig | None = None
+    partition: Partition,
+    config: PartitionConfig,
+    *,
+    base: PartitionConfig | None = None,
+    every: bool = False,
 ) -> Response:
     """The dry-run body of ``config``; ``base``: the saved config it edits in place, whose
-    findings the validation reuses outside the edited queues (``validate_config``)."""
+    findings the validation reuses outside the edited queues (``validate_config``); ``every``:
+    every candidate explained inline (``?explanations=all``)."""
     errors = validate_config(config, base=base)
     if errors:
         raise ConfigErrors(errors)
@@ -42,7 +48,7 @@ def dry_run_body(
     preview = preview_change(partition, config)
     deadlines.check("previewing the change")
     facts = yunikorn_facts(normalized_config(config), resource_type_warnings(partition, config))
-    return Response({"dry_run": True, "valid": True, **preview.to_json(), **facts})
+    return Response({"dry_run": True, "valid": True, **preview.to_json(every=every), **facts})
 
 
 class SimulateView(APIView):
@@ -58,6 +64,7 @@ class SimulateView(APIView):
         description="`quota`: a queue and a hypothetical max; `ask`: a pending ask; `job`: a "
         "job. Optional `state` overrides in the cluster-state vocabulary, in memory only.",
         request=SimulateSerializer,
+        parameters=[EXPLANATIONS_PARAMETER],
         responses=PlanSerializer,
     )
     def post(self, request: Request, partition: str) -> Response:
@@ -87,4 +94,5 @@ class SimulateView(APIView):
             )  # fmt: skip
         except UnknownTarget as exc:
             raise ValidationError({exc.field: [str(exc)]}) from exc
-        return Response(plan_json(simulated.plan, simulated.described()))
+        every = every_explanation(request)
+        return Response(plan_json(simulated.plan, simulated.described(), every=every))

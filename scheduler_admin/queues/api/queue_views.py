@@ -38,6 +38,7 @@ from scheduler_admin.api.permissions import (
 )
 from scheduler_admin.cluster.adapters import usage_of_queues
 from scheduler_admin.cluster.models import Ask, AskState
+from scheduler_admin.enforcement.candidates import EXPLANATIONS_PARAMETER, every_explanation
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues import services
 from scheduler_admin.queues.api.params import IF_MATCH
@@ -285,7 +286,7 @@ class QueueDetail(APIView):
         "reset and the plan each would run; nothing is saved. Unknown fields are a 400. "
         + DRY_RUN_RULE,
         request=QueuePatchBodySerializer,
-        parameters=[*DRY_RUN_PARAMETERS, IF_MATCH],
+        parameters=[*DRY_RUN_PARAMETERS, EXPLANATIONS_PARAMETER, IF_MATCH],
         responses={200: saved_or_dry_run(QueueRowSerializer, "QueueOrDryRun")},
     )
     def patch(self, request: Request, partition: str, path: str) -> Response:
@@ -306,7 +307,10 @@ class QueueDetail(APIView):
                     f"queue {path!r} is at version {current_version}, not {version}",
                     current=current_version,
                 )
-            return dry_run_body(obj, config.with_queue(replace(queue, **data)), base=config)
+            return dry_run_body(
+                obj, config.with_queue(replace(queue, **data)), base=config,
+                every=every_explanation(request),
+            )  # fmt: skip
         services.update_queue(
             obj.name, path, version=version, actor=request.user, comment=comment, **data,
             authorize=access.authorizer(request.user, EDIT_QUEUE, path),

@@ -11,7 +11,12 @@ from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
 from scheduler_admin.api.fields import ResourcesField, TargetsField
-from scheduler_admin.enforcement.api.serializers import ExplanationSerializer, NominationsField
+from scheduler_admin.enforcement.api.serializers import (
+    ExplanationCountSerializer,
+    ExplanationSerializer,
+    NominationsField,
+)
+from scheduler_admin.enforcement.candidates import INLINE_EXPLANATIONS
 from scheduler_admin.queues.api.serializers import (
     ConfigSerializer,
     RevisionSerializer,
@@ -82,7 +87,17 @@ class PlanSerializer(serializers.Serializer):
     nominations = NominationsField()
     targets = TargetsField()
     freed = _resources()
-    explanations = ExplanationSerializer(many=True)
+    explanations = ExplanationSerializer(
+        many=True,
+        help_text=f"The first {INLINE_EXPLANATIONS:,} candidates' explanations by candidate id "
+        "(every one with `?explanations=all`).",
+    )
+    explanation_count = serializers.IntegerField(
+        help_text="How many candidates the plan explained."
+    )
+    explanation_summary = ExplanationCountSerializer(
+        many=True, help_text="Candidates per decision (`accepted`) and reason."
+    )
 
 
 class QueuePlanSerializer(PlanSerializer):

@@ -14,8 +14,13 @@ Steps:
 3. time, with the Django test client signed in as a viewer, the dashboard, a search, and the
    children fragment of a wide parent (250 children) and of a deep one (252 queues below it),
    each as the median of several runs after a warm-up; also ``cluster.adapters.queue_usage``
-   next to the dashboard's own aggregate, for comparison;
-4. drop the database.
+   next to the dashboard's own aggregate, for comparison; and the live poll
+   (``/live/dashboard.json``) answered in full and answered 304 (unchanged, as a poll of an
+   open tab mostly is);
+4. add ``--revisions`` config revisions (1,000 by default, each a copy of the saved snapshot,
+   written with one ``INSERT .. SELECT``) and time the dashboard and the live poll again: both
+   must cost the same with 1 or 1,000 revisions (goals: page under 300 ms, poll under 50 ms);
+5. drop the database.
 """
 
 from __future__ import annotations
@@ -38,6 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--database", default="scheduler_bench_dashboard")
     parser.add_argument("--tasks", type=int, default=200_000)
     parser.add_argument("--runs", type=int, default=7, help="timed runs per measurement")
+    parser.add_argument("--revisions", type=int, default=1000, help="revisions for step 4")
     parser.add_argument("--keep", action="store_true", help="do not drop the database")
     args = parser.parse_args(argv)
 
@@ -78,7 +84,43 @@ def _run(args: argparse.Namespace) -> None:
         f"data: {len(config.queues)} queues, {args.tasks} tasks "
         f"(built in {time.perf_counter() - started:.1f} s)"
     )
-    _measure(partition, args.runs)
+    client = _viewer()
+    _measure(client, partition, args.runs)
+    _add_revisions(partition, args.revisions)
+    print(f"with {args.revisions:,} revisions:")
+    _measure(client, partition, args.runs, pages_only=True)
+
+
+def _viewer():
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Group
+    from django.test import Client
+
+    from scheduler_admin.accounts.roles import VIEWER
+
+    user = get_user_model().objects.create_user("bench-viewer")
+    user.groups.add(Group.objects.get(name=VIEWER))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def _add_revisions(partition, count: int) -> None:
+    """Revisions 2..``count``, copies of revision 1 (its snapshot: the whole config)."""
+    from django.db import connection
+
+    from scheduler_admin.queues.models import ConfigRevision
+
+    table = ConfigRevision._meta.db_table
+    with connection.cursor() as cursor:
+        sql = (
+            "INSERT INTO {table} (partition_id, number, kind, created_at, author_name, comment, "
+            "snapshot) SELECT r.partition_id, n, r.kind, r.created_at + n * interval '1 second', "
+            "r.author_name, 'bench copy', r.snapshot FROM {table} r, generate_series(2, %s) n "
+            "WHERE r.partition_id = %s AND r.number = 1"
+        )
+        cursor.execute(sql.replace("{table}", table), [count, partition.pk])
+        cursor.execute(f"ANALYZE {table}")
 
 
 def _build_timers_and_runs(partition) -> None:
@@ -113,33 +155,33 @@ def _build_timers_and_runs(partition) -> None:
     )
 
 
-def _measure(partition, runs: int) -> None:
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Group
-    from django.test import Client
-
-    from scheduler_admin.accounts.roles import VIEWER
+def _measure(client, partition, runs: int, *, pages_only: bool = False) -> None:
     from scheduler_admin.cluster.adapters import queue_usage
     from scheduler_admin.cluster.usage import leaf_usage, resource_names
     from scheduler_admin.queues.saved import current_config
 
-    user = get_user_model().objects.create_user("bench-viewer")
-    user.groups.add(Group.objects.get(name=VIEWER))
-    client = Client()
-    client.force_login(user)
     config = current_config(partition)
 
-    def page(url: str, **params: str) -> Callable[[], object]:
+    def page(url: str, status: int = 200, etag: str = "", **params: str) -> Callable[[], object]:
         def get() -> object:
-            response = client.get(url, params)
-            if response.status_code != 200:
+            response = client.get(url, params, headers={"If-None-Match": etag} if etag else {})
+            if response.status_code != status:
                 raise SystemExit(f"{url} {params} answered {response.status_code}")
             return response
 
         return get
 
+    live = "/live/dashboard.json"
+    etag = page(live, partition="bench")()["ETag"]  # type: ignore[index]
     cases: list[tuple[str, Callable[[], object]]] = [
         ("dashboard page", page("/", partition="bench")),
+        ("live poll, full answer", page(live, partition="bench")),
+        ("live poll, unchanged (304)", page(live, 304, etag, partition="bench")),
+    ]
+    if pages_only:
+        _print_times(cases, runs)
+        return
+    cases += [
         ("dashboard search 'g03.q1' (200 matches shown)", page("/", partition="bench", q="g03.q1")),
         (
             "children of root.t00 (250 leaves)",
@@ -160,6 +202,10 @@ def _measure(partition, runs: int) -> None:
     size = len(page("/", partition="bench")().content)  # type: ignore[attr-defined]
     load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
     print(f"dashboard HTML: {size / 1024:.0f} KiB; load average {load} on {os.cpu_count()} cores")
+    _print_times(cases, runs)
+
+
+def _print_times(cases: list[tuple[str, Callable[[], object]]], runs: int) -> None:
     print(f"{'measurement':55} {'median':>9} {'min':>9}  ({runs} runs after a warm-up)")
     for name, call in cases:
         call()

@@ -38,7 +38,10 @@ def panels(tree: QueueTree, user: Any) -> dict[str, Any]:
     partition, now = tree.partition, tree.now
     over_max, over_max_count = tree.over_max()
     runs = permissions.visible_runs(user, PreemptionRun.objects.filter(partition=partition))
-    revisions = ConfigRevision.objects.filter(partition=partition).order_by("-number")
+    # The snapshot (the whole config, a megabyte at 5,000 queues) is never shown here.
+    revisions = (
+        ConfigRevision.objects.filter(partition=partition).order_by("-number").defer("snapshot")
+    )
     if not permissions.can(user, permissions.READ, partition):
         revisions = revisions.none()
     return {
