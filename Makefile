@@ -16,7 +16,7 @@ DEPLOY_ENV := SCHEDULER_ENV=production ALLOWED_HOSTS=scheduler.example.com \
 # they started (gunicorn, Celery, Chromium), not on the CPU. Tests that must not share a worker's
 # time with each other run as one group (tests/conftest.py, XDIST_GROUPS). Each worker needs 16
 # Redis databases of its own (.ci/run starts a server with 64); `PYTEST_PARALLEL=` runs in one
-# process. --durations keeps the slowest tests in sight. How it works: docs/incoming/ci-speed.md.
+# process. --durations keeps the slowest tests in sight. How it works: docs/how-to/develop-and-test.md.
 PYTEST_PARALLEL ?= -n 4 --dist loadgroup
 PYTEST_DURATIONS ?= --durations=25
 # Before the tests, the project is byte-compiled once (compileall): the hundreds of processes the

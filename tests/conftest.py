@@ -14,7 +14,7 @@ Parallel runs (``make test``: pytest-xdist, ``-n 4 --dist loadgroup``): each wor
 PostgreSQL test database (``test_settings``) and its own block of Redis databases
 (``tests/support/processes.py``), checked here before the workers start. Tests listed in
 ``XDIST_GROUPS`` run one after another on a single worker; every other test goes to whichever
-worker is free. ``docs/incoming/ci-speed.md`` says when to add a module to a group.
+worker is free. ``docs/how-to/develop-and-test.md`` says when to add a module to a group.
 """
 
 from __future__ import annotations
