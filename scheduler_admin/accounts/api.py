@@ -17,11 +17,11 @@ from rest_framework.views import APIView
 
 from scheduler_admin.accounts import services, tokens
 from scheduler_admin.accounts.tokens import ApiToken
-from scheduler_admin.api.parsers import SafeJSONParser
-from scheduler_admin.api.query import QueryContract
-from scheduler_admin.api.strict import StrictFields
-from scheduler_admin.api.throttling import TokenRateThrottle
-from scheduler_admin.limits import USERNAME_MAX_LENGTH
+from scheduler_admin.base.api.parsers import SafeJSONParser
+from scheduler_admin.base.api.query import QueryContract
+from scheduler_admin.base.api.strict import StrictFields
+from scheduler_admin.base.api.throttling import TokenRateThrottle
+from scheduler_admin.base.limits import USERNAME_MAX_LENGTH
 
 
 class AuthTokenSerializer(StrictFields, serializers.AuthTokenSerializer):

@@ -22,9 +22,9 @@ from rest_framework.response import Response
 from scheduler_admin.accounts import grants
 from scheduler_admin.accounts import permissions as access
 from scheduler_admin.accounts.models import GrantRole, QueueGrant
-from scheduler_admin.api.strict import EmptyBodySerializer, StrictSerializer
 from scheduler_admin.api.views import LIST_ERRORS, READ_ERRORS, WRITE_ERRORS
-from scheduler_admin.limits import (
+from scheduler_admin.base.api.strict import EmptyBodySerializer, StrictSerializer
+from scheduler_admin.base.limits import (
     PARTITION_NAME_MAX_LENGTH,
     QUEUE_PATH_MAX_LENGTH,
     USERNAME_MAX_LENGTH,

@@ -3,14 +3,14 @@
 Rows are written only by ``scheduler_admin.cluster.services`` (bulk, idempotent ingestion) and by
 the enforcement services (a victim's state). Ids are the cluster's own (``external_id``), unique
 per partition, so the same body can be sent twice without creating anything new. Text columns
-are as long as ``scheduler_admin.limits`` says, the same limits the ingest checker applies.
+are as long as ``scheduler_admin.base.limits`` says, the same limits the ingest checker applies.
 """
 
 from __future__ import annotations
 
 from django.db import models
 
-from scheduler_admin.limits import (
+from scheduler_admin.base.limits import (
     CLUSTER_ID_MAX_LENGTH,
     CLUSTER_USER_MAX_LENGTH,
     QUEUE_PATH_MAX_LENGTH,

@@ -14,7 +14,7 @@ and removes what it names.
 Everything is checked first and every problem is reported with its path
 (``allocations[3].resources.memory``); only a clean body is written, in one transaction, with
 upserts keyed by the cluster's ids — so sending the same body twice changes nothing. Every text
-and integer the checker accepts fits its column (``scheduler_admin.limits``).
+and integer the checker accepts fits its column (``scheduler_admin.base.limits``).
 
 Only new and changed rows are written, and a ``state.ingested`` audit event is recorded only
 when something changed, with the counts of what did (``IngestResult.changed``).
@@ -42,6 +42,17 @@ from preemption import resources as quantities
 from preemption.model import DEFAULT_CREATED_AT, PreemptionPolicy, QoS
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import record_event
+from scheduler_admin.base.errors import Invalid
+from scheduler_admin.base.limits import (
+    CLUSTER_ID_MAX_LENGTH,
+    CLUSTER_USER_MAX_LENGTH,
+    INT32_MAX,
+    INT32_MIN,
+    POSITIVE_INT_MAX,
+    QUEUE_PATH_MAX_LENGTH,
+    RESOURCE_NAME_MAX_LENGTH,
+)
+from scheduler_admin.base.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.cluster.locking import lock_allocations, lock_asks
 from scheduler_admin.cluster.models import (
     Allocation,
@@ -52,16 +63,6 @@ from scheduler_admin.cluster.models import (
     DisruptionBudget,
     Node,
 )
-from scheduler_admin.limits import (
-    CLUSTER_ID_MAX_LENGTH,
-    CLUSTER_USER_MAX_LENGTH,
-    INT32_MAX,
-    INT32_MIN,
-    POSITIVE_INT_MAX,
-    QUEUE_PATH_MAX_LENGTH,
-    RESOURCE_NAME_MAX_LENGTH,
-)
-from scheduler_admin.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.queues.models import Partition
 
 if TYPE_CHECKING:
@@ -80,12 +81,10 @@ _QUOTE_MAX_LENGTH = 80
 _BATCH_ROWS = 2000
 
 
-class IngestErrors(ValueError):
+class IngestErrors(Invalid):
     """The body was refused; ``errors`` maps each field path to its messages."""
 
-    def __init__(self, errors: dict[str, list[str]]) -> None:
-        super().__init__("; ".join(f"{path}: {', '.join(msgs)}" for path, msgs in errors.items()))
-        self.errors = errors
+    detail = "The cluster state is not valid."
 
 
 def _no_changes() -> dict[str, dict[str, int]]:
@@ -176,7 +175,7 @@ def _is_plain(value: object, limit: int) -> bool:
 class _Checker:
     """Reads typed values out of the body, collecting every error with its path.
 
-    Every text is bounded by the ``scheduler_admin.limits`` constant its column uses and free
+    Every text is bounded by the ``scheduler_admin.base.limits`` constant its column uses and free
     of NUL and lone surrogates; every integer is within its column's range; so a body the
     checker accepts always writes (the columns use the same constants).
     """
@@ -438,7 +437,7 @@ def ingest_cluster_state(
 ) -> IngestResult:
     """Apply a cluster-state body to ``partition`` atomically, or raise ``IngestErrors``.
 
-    Steps, in one transaction, its locks in the order of ``scheduler_admin.lock_order``:
+    Steps, in one transaction, its locks in the order of ``scheduler_admin.base.lock_order``:
 
     1. check the whole body (``parse_cluster_state``); nothing is written unless it is valid,
        and a body with nothing to push (``{}``, empty lists) is refused (``EMPTY_PUSH``);

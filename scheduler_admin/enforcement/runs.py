@@ -43,7 +43,7 @@ Lifecycle of a run:
    raised, so a worker still holding the run writes nothing more; victims already preempted
    stay preempted (their eviction orders stand), and the dashboard raises an alert.
 
-Every transaction here takes its locks in the order ``scheduler_admin.lock_order`` writes down
+Every transaction here takes its locks in the order ``scheduler_admin.base.lock_order`` writes down
 (the partition row before the run's row, the run's row before the queue's fencing token), and
 is run again when PostgreSQL still ends it as a deadlock victim (``retry_on_conflict``).
 """
@@ -68,6 +68,9 @@ from preemption.policies import plan_ask, plan_quota
 from scheduler_admin.accounts.permissions import Authorize
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.audit.services import actor_name, new_event, record_events
+from scheduler_admin.base import metrics
+from scheduler_admin.base.limits import WORKER_NAME_MAX_LENGTH
+from scheduler_admin.base.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state
 from scheduler_admin.cluster.locking import lock_allocations, lock_asks
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
@@ -88,9 +91,6 @@ from scheduler_admin.enforcement.timers import (
     load_due_state,
     timer_event,
 )
-from scheduler_admin.limits import WORKER_NAME_MAX_LENGTH
-from scheduler_admin.lock_order import lock_partition, retry_on_conflict
-from scheduler_admin.observability import metrics
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_config, current_tree
 

@@ -63,6 +63,6 @@ def _no_banner_in_json(instance: Any = None, **_: Any) -> None:
 
 
 def _process_exiting(**_: Any) -> None:
-    from scheduler_admin.observability.metrics import mark_dead
+    from scheduler_admin.base.metrics import mark_dead
 
     mark_dead(os.getpid())

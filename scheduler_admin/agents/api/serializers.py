@@ -5,9 +5,9 @@ from __future__ import annotations
 from django.utils import timezone
 from rest_framework import serializers
 
-from scheduler_admin import limits
 from scheduler_admin.agents.models import ClusterAgent
-from scheduler_admin.api.strict import StrictSerializer
+from scheduler_admin.base import limits
+from scheduler_admin.base.api.strict import StrictSerializer
 
 
 def _count(help_text: str) -> serializers.IntegerField:

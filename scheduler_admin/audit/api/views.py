@@ -17,13 +17,13 @@ from rest_framework.decorators import action
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 
-from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.views import scoped_object
 from scheduler_admin.audit import exports
 from scheduler_admin.audit.api.serializers import AuditEventSerializer
 from scheduler_admin.audit.filtersets import AuditEventFilter
 from scheduler_admin.audit.models import AuditEvent
-from scheduler_admin.limits import BIGINT_MAX
+from scheduler_admin.base.limits import BIGINT_MAX
+from scheduler_admin.enforcement.visibility import visible_audit
 
 
 class SuffixChoosesFormat(BaseContentNegotiation):
@@ -66,7 +66,7 @@ _EXPORT_ACTION = {"pagination_class": None, "content_negotiation_class": SuffixC
 )
 class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     """Audit events for viewers and above; a queue grant's holder reads the events of their
-    subtrees (``permissions.visible_audit``), in the list, one by one and in every export.
+    subtrees (``visibility.visible_audit``), in the list, one by one and in every export.
     Nothing here writes."""
 
     queryset = AuditEvent.objects.order_by("-created_at", "-id")
@@ -77,7 +77,7 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     filter_backends = [DjangoFilterBackend]
 
     def get_queryset(self):
-        return access.visible_audit(self.request.user, super().get_queryset())
+        return visible_audit(self.request.user, super().get_queryset())
 
     def get_object(self) -> AuditEvent:
         pk = self.kwargs["pk"]

@@ -2,7 +2,7 @@
 
 Output speaks the scenario files' vocabulary (``id``, ``app``, ``queue``, ``node``, ...), the same
 names the ``cluster-state`` body uses, with quantities as exact strings, as every API writes
-them (``scheduler_admin.api.fields``).
+them (``scheduler_admin.base.api.fields``).
 
 The ``ClusterState*`` input serializers only describe the body for the OpenAPI schema: the body
 is checked by ``ingest_cluster_state`` itself, which reports every problem with its path
@@ -18,8 +18,16 @@ from typing import Any
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from scheduler_admin.api.fields import RESOURCES_SCHEMA, ResourcesField
-from scheduler_admin.api.strict import StrictSerializer
+from scheduler_admin.base.api.fields import RESOURCES_SCHEMA, ResourcesField
+from scheduler_admin.base.api.strict import StrictSerializer
+from scheduler_admin.base.limits import (
+    CLUSTER_ID_MAX_LENGTH,
+    CLUSTER_USER_MAX_LENGTH,
+    INT32_MAX,
+    INT32_MIN,
+    POSITIVE_INT_MAX,
+    QUEUE_PATH_MAX_LENGTH,
+)
 from scheduler_admin.cluster.models import (
     Allocation,
     AllocationState,
@@ -28,14 +36,6 @@ from scheduler_admin.cluster.models import (
     AskState,
     DisruptionBudget,
     Node,
-)
-from scheduler_admin.limits import (
-    CLUSTER_ID_MAX_LENGTH,
-    CLUSTER_USER_MAX_LENGTH,
-    INT32_MAX,
-    INT32_MIN,
-    POSITIVE_INT_MAX,
-    QUEUE_PATH_MAX_LENGTH,
 )
 
 

@@ -14,7 +14,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from scheduler_admin.accounts import permissions as access
-from scheduler_admin.api.parsers import SafeJSONParser
 from scheduler_admin.api.permissions import OPERATE_CLUSTER
 from scheduler_admin.api.views import (
     WRITE_ERRORS,
@@ -22,6 +21,7 @@ from scheduler_admin.api.views import (
     PartitionScoped,
     document_reads,
 )
+from scheduler_admin.base.api.parsers import SafeJSONParser
 from scheduler_admin.cluster import filtersets
 from scheduler_admin.cluster.api import serializers
 from scheduler_admin.cluster.models import Allocation, Application, Ask, DisruptionBudget, Node

@@ -10,8 +10,16 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from preemption import resources
-from scheduler_admin.api.fields import RESOURCES_SCHEMA, ResourcesField, TargetsField
-from scheduler_admin.api.strict import StrictSerializer
+from scheduler_admin.base.api.fields import RESOURCES_SCHEMA, ResourcesField, TargetsField
+from scheduler_admin.base.api.strict import StrictSerializer
+from scheduler_admin.base.limits import (
+    BIGINT_MAX,
+    BULK_ACK_MAX_ORDERS,
+    BULK_REPORT_MAX_ORDERS,
+    CLUSTER_MESSAGE_MAX_LENGTH,
+    COMMENT_MAX_LENGTH,
+    POSITIVE_INT_MAX,
+)
 from scheduler_admin.enforcement.evictions import AckOutcome, AckResult, ReportResult
 from scheduler_admin.enforcement.exports import EXPLANATION_FIELDS, explanation_items
 from scheduler_admin.enforcement.models import (
@@ -23,14 +31,6 @@ from scheduler_admin.enforcement.models import (
     RunCandidate,
     RunVictim,
     TimerStatus,
-)
-from scheduler_admin.limits import (
-    BIGINT_MAX,
-    BULK_ACK_MAX_ORDERS,
-    BULK_REPORT_MAX_ORDERS,
-    CLUSTER_MESSAGE_MAX_LENGTH,
-    COMMENT_MAX_LENGTH,
-    POSITIVE_INT_MAX,
 )
 
 

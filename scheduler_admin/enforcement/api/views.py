@@ -31,10 +31,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from scheduler_admin.accounts import permissions as access
-from scheduler_admin.api.errors import Conflict
-from scheduler_admin.api.parsers import FLAT_BODY_PARSERS
 from scheduler_admin.api.permissions import ABORT_RUN, CANCEL_TIMER, OPERATE_CLUSTER
-from scheduler_admin.api.strict import EmptyBodySerializer
 from scheduler_admin.api.views import (
     LIST_ERRORS,
     READ_ERRORS,
@@ -47,6 +44,10 @@ from scheduler_admin.api.views import (
     scoped_object,
 )
 from scheduler_admin.audit.api.views import SuffixChoosesFormat
+from scheduler_admin.base.api.errors import Conflict
+from scheduler_admin.base.api.parsers import FLAT_BODY_PARSERS
+from scheduler_admin.base.api.strict import EmptyBodySerializer
+from scheduler_admin.base.limits import BULK_ACK_MAX_ORDERS, BULK_REPORT_MAX_ORDERS
 from scheduler_admin.enforcement import exports, filtersets
 from scheduler_admin.enforcement.api import serializers
 from scheduler_admin.enforcement.evictions import (
@@ -61,7 +62,7 @@ from scheduler_admin.enforcement.evictions import (
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
 from scheduler_admin.enforcement.runs import RunNotActive, RunNotFound, abort_run
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
-from scheduler_admin.limits import BULK_ACK_MAX_ORDERS, BULK_REPORT_MAX_ORDERS
+from scheduler_admin.enforcement.visibility import visible_runs
 
 # A POST that reads no field: an empty object, every field sent refused (``api.strict``).
 NO_BODY = EmptyBodySerializer
@@ -174,8 +175,8 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
     def get_queryset(self) -> QuerySet[PreemptionRun]:
         """The list reads no record of the plans (``listed``); one run's page reads its subject,
         its victims and its candidates (``RunDetailSerializer``). A queue grant's holder reads
-        the runs inside their subtrees (``permissions.visible_runs``)."""
-        queryset = access.visible_runs(self.request.user, super().get_queryset())
+        the runs inside their subtrees (``visibility.visible_runs``)."""
+        queryset = visible_runs(self.request.user, super().get_queryset())
         if self.action == "retrieve":
             return queryset.defer(None)
         return queryset

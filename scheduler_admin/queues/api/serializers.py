@@ -5,7 +5,7 @@ Resource values are written as quantity strings in responses (``"10Gi"``, ``"500
 (an integer means the same as the same digits in a string).
 
 Every text field is as long as its column at most and every integer within its column's range
-(``scheduler_admin.limits``), so what a serializer accepts always fits where it is stored.
+(``scheduler_admin.base.limits``), so what a serializer accepts always fits where it is stored.
 """
 
 from __future__ import annotations
@@ -41,9 +41,9 @@ from preemption.yunikorn import (
     config_warnings,
     yunikorn_min_version,
 )
-from scheduler_admin import limits
-from scheduler_admin.api.fields import ResourcesField
-from scheduler_admin.api.strict import StrictSerializer, unknown_keys
+from scheduler_admin.base import limits
+from scheduler_admin.base.api.fields import ResourcesField
+from scheduler_admin.base.api.strict import StrictSerializer, unknown_keys
 from scheduler_admin.queues.models import ConfigRevision, Partition
 
 #: A version (partition, queue) or revision number: a PostgreSQL ``integer`` from 1.

@@ -33,18 +33,7 @@ from preemption.config import (
 )
 from preemption.hierarchy import ConfigErrors, Hierarchy, normalized_config, validate_config
 from preemption.yunikorn import yunikorn_min_version
-from scheduler_admin import deadlines, limits
 from scheduler_admin.accounts import permissions as access
-from scheduler_admin.api.concurrency import (
-    IF_MATCH_MAX_LENGTH,
-    IF_MATCH_PATTERN,
-    expected_version,
-    with_etag,
-)
-from scheduler_admin.api.dry_run import DRY_RUN_PARAMETERS, DRY_RUN_RULE, is_dry_run
-from scheduler_admin.api.pagination import StandardPagination
-from scheduler_admin.api.params import int_param
-from scheduler_admin.api.parsers import FLAT_BODY_PARSERS, YAML_BODY_PARSERS, ConfigJSONParser
 from scheduler_admin.api.permissions import (
     ADMINISTER,
     CREATE_QUEUE,
@@ -54,8 +43,20 @@ from scheduler_admin.api.permissions import (
     READ,
     SIMULATE,
 )
+from scheduler_admin.base import deadlines, limits
+from scheduler_admin.base.api.concurrency import (
+    IF_MATCH_MAX_LENGTH,
+    IF_MATCH_PATTERN,
+    expected_version,
+    with_etag,
+)
+from scheduler_admin.base.api.dry_run import DRY_RUN_PARAMETERS, DRY_RUN_RULE, is_dry_run
+from scheduler_admin.base.api.pagination import StandardPagination
+from scheduler_admin.base.api.params import int_param
+from scheduler_admin.base.api.parsers import FLAT_BODY_PARSERS, YAML_BODY_PARSERS, ConfigJSONParser
 from scheduler_admin.cluster.adapters import usage_of_queues
 from scheduler_admin.cluster.models import Ask, AskState
+from scheduler_admin.cluster.resource_types import resource_type_warnings
 from scheduler_admin.cluster.services import IngestErrors, parse_cluster_state
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.enforcement.previews import (
@@ -93,7 +94,6 @@ from scheduler_admin.queues.api.serializers import (
     yunikorn_facts,
 )
 from scheduler_admin.queues.models import ConfigRevision, Partition
-from scheduler_admin.queues.resource_types import resource_type_warnings
 from scheduler_admin.queues.saved import current_config, current_tree
 from scheduler_admin.queues.yaml_io import (
     config_to_publish,

@@ -20,8 +20,8 @@ from django.http import HttpRequest, QueryDict
 from django.urls import reverse
 from django_filters import FilterSet
 
-from scheduler_admin.api.params import is_whole_number
 from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.base.api.params import is_whole_number
 from scheduler_admin.enforcement.exports import STORED_AS
 from scheduler_admin.enforcement.models import (
     ClusterStatus,

@@ -10,13 +10,13 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from preemption.config import PartitionConfig, diff_configs
 from preemption.hierarchy import ConfigErrors
+from scheduler_admin.cluster.resource_types import import_warnings
 from scheduler_admin.queues import services
 from scheduler_admin.queues.management.commands._common import (
     errors_to_command_error,
     resolve_user,
 )
 from scheduler_admin.queues.models import Partition
-from scheduler_admin.queues.resource_types import import_warnings
 from scheduler_admin.queues.yaml_io import parse_queues_yaml
 
 

@@ -63,9 +63,12 @@ from typing import ParamSpec, TypeVar
 
 from django.db import DatabaseError, connection, transaction
 
-from scheduler_admin.queues.models import Partition
-
 logger = logging.getLogger(__name__)
+
+#: The partition rows' table (``queues.Partition``). The lock order is a protocol over tables,
+#: named here rather than imported so that the base knows no app (an app below queues, accounts,
+#: takes this lock too); tests/integration/test_lock_order.py checks it is the model's table.
+PARTITION_TABLE = "queues_partition"
 
 #: PostgreSQL's codes for "run the transaction again": serialization failure, deadlock.
 RETRYABLE_SQLSTATES = frozenset({"40001", "40P01"})
@@ -83,7 +86,7 @@ def lock_partition(partition_id: int, *, exclusive: bool) -> None:
     """Level 2: lock the partition row until the transaction ends, ``FOR UPDATE``
     (``exclusive``) or ``FOR KEY SHARE``. SQLite (``make run``) runs one writing transaction at
     a time (its ``IMMEDIATE`` transactions take the database's write lock at ``BEGIN``)."""
-    _lock_row(Partition._meta.db_table, partition_id, "UPDATE" if exclusive else "KEY SHARE")
+    _lock_row(PARTITION_TABLE, partition_id, "UPDATE" if exclusive else "KEY SHARE")
 
 
 def lock_user_shared(table: str, user_id: int) -> tuple[bool, bool] | None:

@@ -13,7 +13,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from scheduler_admin import limits
+from scheduler_admin.base import limits
 
 #: Versions are PostgreSQL ``integer`` columns counting from 1.
 _VERSIONS = f"from 1 to {limits.POSITIVE_INT_MAX}"

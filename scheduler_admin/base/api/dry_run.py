@@ -22,7 +22,7 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
-from scheduler_admin.api.exceptions import InvalidQuery
+from scheduler_admin.base.api.exceptions import InvalidQuery
 
 DRY_RUN = "dry_run"
 KUBERNETES_DRY_RUN = "dryRun"

@@ -24,7 +24,7 @@ from django.core.cache import BaseCache, caches
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.throttling import UserRateThrottle
 
-from scheduler_admin.accounts.addresses import client_address
+from scheduler_admin.base.addresses import client_address
 
 if TYPE_CHECKING:  # importing views here would load DRF's settings while they are loading
     from rest_framework.request import Request

@@ -43,7 +43,13 @@ from prometheus_client import (
 from prometheus_client import multiprocess as prometheus_multiprocess
 
 if TYPE_CHECKING:
-    from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, RunVictim
+    from django.db.models import Model, QuerySet
+
+    #: The base knows no app: a run, a victim and an order are the enforcement app's rows, typed
+    #: here by what is read of them (``run.partition.name``, ``victim.queue_path``, ...).
+    PreemptionRun = Model
+    RunVictim = Model
+    EvictionOrder = Model
 
 #: Every metric the product exports starts with this.
 PREFIX = "scheduler_admin_"
@@ -176,19 +182,13 @@ def eviction_acknowledged(order: EvictionOrder) -> None:
     )
 
 
-def evictions_acknowledged(order_ids: Iterable[int]) -> None:
-    """Many orders were acknowledged (a bulk acknowledgement): their times are read once the
-    acknowledgement has committed, in one query."""
-    ids = list(order_ids)
-    if not ids:
-        return
+def evictions_acknowledged(orders: QuerySet) -> None:
+    """Many orders were acknowledged (a bulk acknowledgement): ``orders``, a lazy query of them,
+    is read once the acknowledgement has committed, in one query."""
 
     def observe() -> None:
-        from scheduler_admin.enforcement.models import EvictionOrder, EvictionStatus
-
-        rows = EvictionOrder.objects.filter(pk__in=ids, status=EvictionStatus.ACKNOWLEDGED)
         _observe_acks(
-            rows.values_list("partition__name", "outcome", "created_at", "acknowledged_at")
+            orders.values_list("partition__name", "outcome", "created_at", "acknowledged_at")
         )
 
     _after_commit(observe)

@@ -1,4 +1,4 @@
-"""The request deadline (``REQUEST_DEADLINE``, see ``scheduler_admin.timeouts``).
+"""The request deadline (``REQUEST_DEADLINE``, see ``scheduler_admin.base.timeouts``).
 
 ``DeadlineMiddleware`` starts the clock of each request; the long paths call ``check(doing)``
 between their steps (after reading a config, after validating it, after previewing it, and
@@ -68,7 +68,7 @@ class DeadlineMiddleware:
         if not isinstance(exception, RequestTimedOut):
             return None
         if request.path.startswith("/api/"):
-            from scheduler_admin.api.errors import error_body  # imports the services
+            from scheduler_admin.base.api.errors import error_body  # imports the services
 
             return JsonResponse(
                 error_body(str(exception.detail), "timeout"), status=exception.status_code

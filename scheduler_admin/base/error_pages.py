@@ -4,17 +4,25 @@ way back (the root URL conf's handlers send ``/api/`` paths to JSON instead, see
 broken (a 400 can come before the user is known), and the page must not fail in turn. 500 shows
 no details.
 
+A domain error a console view lets through (``base.errors``) is answered here, once, by
+``DomainErrorPages``: not found 404, forbidden 403 (with its reason), stale or conflict 409,
+invalid 400, too large 413, each a page saying why. Views that can do better (a form showing a
+stale save's message beside the field) catch the error themselves.
+
 An expected refusal is not a bug: ``QuietRefusals`` keeps the traceback out of the log.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import render
 from django.template import loader
 from django.utils.http import url_has_allowed_host_and_scheme
+
+from scheduler_admin.base import errors
 
 
 def forbidden(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
@@ -53,6 +61,41 @@ def _back_url(request: HttpRequest) -> str:
         referer, allowed_hosts={request.get_host()}, require_https=request.is_secure()
     )
     return referer if ours else ""
+
+
+#: The page of each domain error kind that is neither a 404 nor a 403: status and heading.
+_REFUSAL_PAGES: tuple[tuple[type[errors.DomainError], int, str], ...] = (
+    (errors.Stale, 409, "Changed meanwhile"),
+    (errors.Conflict, 409, "Not possible now"),
+    (errors.Invalid, 400, "Not accepted"),
+    (errors.TooLarge, 413, "Too large"),
+)
+
+
+class DomainErrorPages:
+    """The console's one mapping of domain errors to pages (the API has its exception handler;
+    ``/api/`` paths are left to it)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, errors.DomainError) or request.path.startswith("/api/"):
+            return None
+        if isinstance(exception, errors.NotFound):
+            return not_found(request, exception)
+        if isinstance(exception, errors.Forbidden):
+            return forbidden(request, exception)
+        for kind, status, heading in _REFUSAL_PAGES:
+            if isinstance(exception, kind):
+                return _page(
+                    request, "refused.html", status, reason=reason_of(exception),
+                    heading=heading, status_code=str(status),
+                )  # fmt: skip
+        return None
 
 
 class QuietRefusals(logging.Filter):

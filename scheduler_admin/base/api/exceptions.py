@@ -1,5 +1,5 @@
 """API errors that carry field errors of their own: a body that cannot be read (400) or is too
-large (413). Rendered by ``scheduler_admin.api.errors.exception_handler`` with the one error body.
+large (413). Rendered by ``base.api.errors.exception_handler`` with the one error body.
 
 A module of its own because parsers raise them, and parsers are loaded while DRF's views module
 is still importing (``DEFAULT_PARSER_CLASSES``), before ``errors`` could be imported.

@@ -32,9 +32,9 @@ from django.http import HttpRequest, HttpResponse, HttpResponseNotFound, JsonRes
 from django.http.multipartparser import MultiPartParserError
 
 from preemption.config import shown, text_problem
-from scheduler_admin import limits
-from scheduler_admin.api.errors import error_body
-from scheduler_admin.api.exceptions import ErrorWithFields
+from scheduler_admin.base import limits
+from scheduler_admin.base.api.errors import error_body
+from scheduler_admin.base.api.exceptions import ErrorWithFields
 
 #: Headers never compared with stored text: not worth a check per request.
 _SKIPPED_HEADERS = frozenset({"HTTP_USER_AGENT", "HTTP_ACCEPT", "HTTP_ACCEPT_LANGUAGE"})
@@ -58,7 +58,7 @@ class RequestGuardMiddleware:
         """Check a JSON body the view's own parser would not check (see the module docstring)."""
         if not _is_json(request) or not _needs_json_check(view):
             return None
-        from scheduler_admin.api.parsers import load_json
+        from scheduler_admin.base.api.parsers import load_json
 
         try:
             load_json(request.body)
@@ -134,7 +134,7 @@ def _needs_json_check(view: Callable) -> bool:
     """True for a DRF view whose parsers include a JSON parser that is not the safe one."""
     from rest_framework.parsers import JSONParser
 
-    from scheduler_admin.api.parsers import SafeJSONParser
+    from scheduler_admin.base.api.parsers import SafeJSONParser
 
     cls = getattr(view, "cls", None)
     parsers = getattr(cls, "parser_classes", None) or ()

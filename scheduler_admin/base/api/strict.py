@@ -6,7 +6,7 @@ compares the keys a client sent with the serializer's declared fields and refuse
 as ``{"maximum": ["Unknown field."]}``, together with any other field error of the body. The
 check runs wherever DRF validates a serializer, so nested serializers and the items of a
 ``many=True`` list report their unknown keys with their path (``queues[3].bogus``) through the
-error flattener (``scheduler_admin.api.errors``).
+error flattener (``scheduler_admin.base.api.errors``).
 
 Declared read-only fields are known: what a GET returns may be sent back in a PUT (the config's
 ``yunikorn_min_version``, the token's ``token``), and is ignored as DRF ignores it.

@@ -37,7 +37,7 @@ from typing import Any
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
-from scheduler_admin.api.exceptions import InvalidQuery
+from scheduler_admin.base.api.exceptions import InvalidQuery
 
 UNKNOWN_PARAMETER = "Unknown parameter: this operation does not take it."
 #: RFC 3339's date-time (what OpenAPI's ``format: date-time`` means): date, ``T`` (or a space is

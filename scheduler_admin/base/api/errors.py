@@ -1,10 +1,12 @@
 """One error body for every failure, and the mapping of domain errors to HTTP statuses.
 
 Every error response is ``{"detail": str, "code": str, "errors": {field: [messages]}}``
-(``errors`` empty when no field is at fault). Services raise domain exceptions; this handler turns
-them into 400 (``ConfigErrors``, ``IngestErrors``, a malformed body), 404 (``NotFound``), 409
-(``StaleVersion``), 413 (a body over ``REQUEST_MAX_BYTES`` or a config over
-``CONFIG_MAX_BYTES``), 503 with ``Retry-After`` (a write PostgreSQL still ended as a deadlock or
+(``errors`` empty when no field is at fault). Services raise the domain error kinds of
+``base.errors``; this handler is the one place the API maps them, knowing no app: 400
+(``Invalid``, the engine's ``ConfigErrors``, a malformed body), 403 (``Forbidden``, with its
+reason), 404 (``NotFound``), 409 (``Stale`` with ``current_version``; ``Conflict`` with its
+code), 413 (a body over ``REQUEST_MAX_BYTES``, a ``TooLarge`` config over ``CONFIG_MAX_BYTES``),
+503 with ``Retry-After`` (a write PostgreSQL still ended as a deadlock or
 serialization victim after the service's own attempts, ``lock_order.retry_on_conflict``: the
 client may send it again; never a 500). A browser that navigates to the API without signing in
 is redirected to the sign-in page instead of a 401.
@@ -29,14 +31,11 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from preemption.config import shown
 from preemption.hierarchy import ConfigErrors
-from scheduler_admin.api.browsable import wants_page
-from scheduler_admin.api.exceptions import ErrorWithFields
-from scheduler_admin.cluster.services import IngestErrors
-from scheduler_admin.enforcement.evictions import OrderNotFound
-from scheduler_admin.enforcement.timers import TimerNotFound
-from scheduler_admin.lock_order import is_write_conflict
-from scheduler_admin.queues.services import NotFound, StaleVersion
-from scheduler_admin.queues.yaml_io import ConfigTooLarge
+from scheduler_admin.base.api.browsable import wants_page
+from scheduler_admin.base.api.exceptions import ErrorWithFields
+from scheduler_admin.base.errors import Conflict as DomainConflict
+from scheduler_admin.base.errors import Invalid, NotFound, Stale, TooLarge
+from scheduler_admin.base.lock_order import is_write_conflict
 
 
 class Conflict(exceptions.APIException):
@@ -70,7 +69,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponseBa
         # A browser without a session, on the browsable API or the docs: sign in first, as on
         # every console page. API clients get the 401.
         return redirect_to_login(request.get_full_path())
-    if isinstance(exc, ConfigTooLarge):
+    if isinstance(exc, ConfigErrors) and isinstance(exc, TooLarge):
         return Response(
             error_body("The configuration is too large.", "too_large", config_errors_body(exc)),
             status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
@@ -87,10 +86,9 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponseBa
     for kind, (code, name, detail) in _REQUEST_REFUSALS.items():
         if isinstance(exc, kind):
             return Response(error_body(detail, name, {"body": [detail]}), status=code)
-    if isinstance(exc, IngestErrors):
+    if isinstance(exc, Invalid):
         return Response(
-            error_body("The cluster state is not valid.", "invalid", exc.errors),
-            status=status.HTTP_400_BAD_REQUEST,
+            error_body(exc.detail, "invalid", exc.errors), status=status.HTTP_400_BAD_REQUEST
         )
     if is_write_conflict(exc):
         response = Response(
@@ -99,11 +97,13 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> HttpResponseBa
         )
         response["Retry-After"] = "1"
         return response
-    if isinstance(exc, StaleVersion):
+    if isinstance(exc, Stale):
         body = error_body(str(exc), "stale_version")
         body["current_version"] = exc.current
         return Response(body, status=status.HTTP_409_CONFLICT)
-    if isinstance(exc, NotFound | Http404 | TimerNotFound | OrderNotFound):
+    if isinstance(exc, DomainConflict):
+        return Response(error_body(str(exc), exc.code), status=status.HTTP_409_CONFLICT)
+    if isinstance(exc, NotFound | Http404):
         exc = exceptions.NotFound(str(exc) or None)
     elif isinstance(exc, DjangoPermissionDenied):  # keep the reason (``permissions.require``)
         reason = exc.args[0] if exc.args and isinstance(exc.args[0], str) else None
@@ -144,7 +144,7 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, list[str]]:
 
 def api_not_found(request, exception=None):
     """A URL that matches no route: JSON for ``/api/`` clients, the console's page elsewhere."""
-    from scheduler_admin.web.errors import not_found
+    from scheduler_admin.base.error_pages import not_found
 
     if request.path.startswith("/api/"):
         return JsonResponse(error_body("No such endpoint.", "not_found"), status=404)
@@ -154,7 +154,7 @@ def api_not_found(request, exception=None):
 def api_forbidden(request, exception=None):
     """A ``PermissionDenied`` outside DRF's views (which answer their own): JSON with the reason
     for ``/api/`` clients, the console's page elsewhere."""
-    from scheduler_admin.web.errors import forbidden, reason_of
+    from scheduler_admin.base.error_pages import forbidden, reason_of
 
     if request.path.startswith("/api/"):
         detail = reason_of(exception) or "You do not have permission to perform this action."
@@ -165,7 +165,7 @@ def api_forbidden(request, exception=None):
 def api_bad_request(request, exception=None):
     """A request Django refused before any view ran (``SuspiciousOperation``, ``BadRequest``):
     the JSON error body for ``/api/`` clients, the console's page elsewhere."""
-    from scheduler_admin.web.errors import bad_request
+    from scheduler_admin.base.error_pages import bad_request
 
     if request.path.startswith("/api/"):
         if isinstance(exception, RequestDataTooBig):

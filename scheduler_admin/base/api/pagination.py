@@ -11,7 +11,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.request import Request
 
-from scheduler_admin.api.params import is_whole_number
+from scheduler_admin.base.api.params import is_whole_number
 
 
 class StandardPagination(PageNumberPagination):

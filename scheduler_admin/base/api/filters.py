@@ -9,7 +9,7 @@ from django import forms
 from django.core.exceptions import ValidationError
 from drf_spectacular.utils import extend_schema_field
 
-from scheduler_admin import limits
+from scheduler_admin.base import limits
 
 _YEAR = r"(?:000[1-9]|00[1-9][0-9]|0[1-9][0-9]{2}|[1-9][0-9]{3})"
 _MONTH_DAY = (

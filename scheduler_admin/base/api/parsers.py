@@ -14,7 +14,7 @@ whose ``errors`` name the path of each offending value (``queues[3].properties.a
 
 ``SafeJSONParser`` is the API's default parser (``DEFAULT_PARSER_CLASSES``); ``ConfigJSONParser``
 adds the whole-config size cap (``CONFIG_MAX_BYTES``, 413). Views whose own parser is not one of
-these (the cluster-state push) are checked by ``scheduler_admin.middleware`` with the same rules.
+these (the cluster-state push) are checked by ``base.middleware`` with the same rules.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from django.conf import settings
 from rest_framework.parsers import BaseParser, FormParser, JSONParser
 
 from preemption.config import shown, text_problem
-from scheduler_admin import limits
-from scheduler_admin.api.exceptions import InvalidBody, PayloadTooLarge
+from scheduler_admin.base import limits
+from scheduler_admin.base.api.exceptions import InvalidBody, PayloadTooLarge
 
 #: Offending values reported per request: enough to fix a body, too few to flood a response.
 MAX_REPORTED = 20

@@ -9,13 +9,13 @@
   (``allowEmptyValue``), as HTML filter forms send it.
 
 - ``add_error_responses`` documents the error responses every operation can give. All errors
-  share one body (``scheduler_admin.api.errors``); listing them on every operation keeps the
+  share one body (``scheduler_admin.base.api.errors``); listing them on every operation keeps the
   schema honest for clients and for the schema-conformance test (a paginated list answers 404
   for a page past the end, any write may be throttled, ...). Operations that take a body also
   list 413 (over ``REQUEST_MAX_BYTES``, or ``CONFIG_MAX_BYTES`` for a config) and 415.
 - ``AutoSchema`` documents the body of a ``DELETE`` whose view declares one (drf-spectacular
   documents bodies of ``POST``/``PUT``/``PATCH`` only): a queue DELETE takes its version and
-  comment in the body. A body the server reads strictly (``scheduler_admin.api.strict``) is
+  comment in the body. A body the server reads strictly (``scheduler_admin.base.api.strict``) is
   closed (``additionalProperties: false``), and its read-only fields, which the server accepts
   back and ignores, are listed as ``readOnly``.
 """
@@ -28,8 +28,8 @@ from drf_spectacular import openapi
 from drf_spectacular.plumbing import force_instance
 from rest_framework import serializers
 
-from scheduler_admin import limits
-from scheduler_admin.api.strict import StrictFields
+from scheduler_admin.base import limits
+from scheduler_admin.base.api.strict import StrictFields
 
 #: Text without NUL (ECMA and Python regular expressions alike).
 NO_NUL = "^[^\\u0000]*$"

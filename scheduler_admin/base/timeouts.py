@@ -6,7 +6,7 @@ transaction committed leaves the client without the answer to a save that happen
 product stops first: ``REQUEST_DEADLINE`` (two thirds of ``WEB_TIMEOUT`` unless set) is checked
 between the steps of the long requests (a whole config imported, checked or previewed: read,
 validate, preview), always before a write transaction starts, and past it the request answers
-503 with the API's JSON error body and nothing saved (``scheduler_admin.deadlines``). A save
+503 with the API's JSON error body and nothing saved (``scheduler_admin.base.deadlines``). A save
 that has started finishes and answers: the time between the two limits is for it.
 
 The defaults are sized for the largest config ``CONFIG_MAX_BYTES`` allows (5 MiB, some 18,000
@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from django.core.exceptions import ImproperlyConfigured
 
-from scheduler_admin.env import Env
+from scheduler_admin.base.env import Env
 
 #: gunicorn's worker timeout, in seconds, unless ``WEB_TIMEOUT`` says otherwise.
 DEFAULT_WEB_TIMEOUT = 120
