@@ -77,8 +77,8 @@ bench: $(VENV)/.installed
 	$(PY) -m scheduler_admin.bench
 	$(PY) -m preemption.bench
 	$(PY) -m scheduler_admin.cluster.bench
-	$(PY) -m scheduler_admin.web.dashboard.bench
-	$(PY) -m scheduler_admin.history.bench
+	$(PY) -m scheduler_admin.bench.dashboard
+	$(PY) -m scheduler_admin.bench.history
 
 scenarios: $(VENV)/.installed
 	$(PY) -m preemption.scenario ../shared/scenarios tests/scenarios

@@ -36,7 +36,7 @@ class JsonLogger(Logger):
 
     def setup(self, cfg: Any) -> None:
         super().setup(cfg)
-        from scheduler_admin.observability.logging import JsonFormatter
+        from scheduler_admin.base.logging import JsonFormatter
 
         formatter = JsonFormatter()
         for log in (self.error_log, self.access_log):

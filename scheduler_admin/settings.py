@@ -536,8 +536,8 @@ SECURE_REDIRECT_EXEMPT += [r"^readyz$", r"^metrics$"]
 # Logs: plain (one line of text, the default and make run's) or json (one object per line with
 # time, level, logger, message and, when known, request_id, user, partition, run_id, task).
 LOG_FORMAT = env.choice("LOG_FORMAT", "plain", ("plain", "json"))
-LOGGING["formatters"]["json"] = {"()": "scheduler_admin.observability.logging.JsonFormatter"}
-LOGGING["filters"]["context"] = {"()": "scheduler_admin.observability.logging.ContextFilter"}
+LOGGING["formatters"]["json"] = {"()": "scheduler_admin.base.logging.JsonFormatter"}
+LOGGING["filters"]["context"] = {"()": "scheduler_admin.base.logging.ContextFilter"}
 LOGGING["handlers"]["console"].update(formatter=LOG_FORMAT, filters=["context"])
 
 # /metrics: off (404) unless one of these is set. A scraper passes with the bearer token, or

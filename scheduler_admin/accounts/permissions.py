@@ -235,11 +235,6 @@ def outside_reason(
     return f"{words[0].upper()}{words[1:]} only: {what} is outside."
 
 
-#: Where ``tokens.ApiTokenAuthentication`` notes on the request's user which API token it came
-#: with, so the write's own check can find the token again (``recheck_identity``).
-API_TOKEN_ATTRIBUTE = "_api_token_id"  # noqa: S105 - an attribute name, not a secret
-
-
 @dataclass(frozen=True)
 class InWriteAuthorization:
     """``authorizer``'s check; see there."""
@@ -280,10 +275,11 @@ def recheck_identity(user: User | None) -> None:
     if user is None or not user.is_authenticated:
         raise PermissionDenied("Sign in first.")
     stored = lock_user_shared(get_user_model()._meta.db_table, user.pk)
+    # Imported here: tokens holds a model, and this module is loaded before the models are.
+    from scheduler_admin.accounts.tokens import API_TOKEN_ATTRIBUTE, ApiToken
+
     token_id = getattr(user, API_TOKEN_ATTRIBUTE, None)
     if token_id is not None:
-        from scheduler_admin.accounts.tokens import ApiToken
-
         token = lock_token_shared(ApiToken._meta.db_table, token_id)
         if token is None:
             raise AuthenticationFailed("Invalid token: it was revoked.")
@@ -378,7 +374,7 @@ def grants_of(user: User, *, fresh: bool = False) -> list[Held]:
     cached = getattr(user, "_queue_grants", None)
     if cached is not None and not fresh:
         return cached
-    from scheduler_admin.accounts.models import QueueGrant
+    from scheduler_admin.accounts.grant_models import QueueGrant
 
     rows = (
         QueueGrant.objects.filter(Q(user_id=user.pk) | Q(group__user=user.pk))

@@ -3,9 +3,9 @@ the contract)."""
 
 from django.urls import include, path
 
-from scheduler_admin.accounts.api import ObtainTokenView
-from scheduler_admin.accounts.grants_api import GrantViewSet
+from scheduler_admin.api.grants import GrantViewSet
 from scheduler_admin.api.navigation import ApiRootView
+from scheduler_admin.api.tokens import ObtainTokenView
 
 urlpatterns = [
     path("", ApiRootView.as_view(), name="api-root"),
@@ -14,7 +14,7 @@ urlpatterns = [
     path("", include("scheduler_admin.cluster.api.urls")),
     path("", include("scheduler_admin.enforcement.api.urls")),
     path("", include("scheduler_admin.agents.api.urls")),
-    path("", include("scheduler_admin.audit.api.urls")),
+    path("", include("scheduler_admin.api.audit.urls")),
     # Queue grants (issue 16, tenant admins).
     path(
         "grants/",

@@ -31,6 +31,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from scheduler_admin.accounts import permissions as access
+from scheduler_admin.api.audit.views import SuffixChoosesFormat
 from scheduler_admin.api.permissions import ABORT_RUN, CANCEL_TIMER, OPERATE_CLUSTER
 from scheduler_admin.api.views import (
     LIST_ERRORS,
@@ -43,7 +44,6 @@ from scheduler_admin.api.views import (
     document_reads,
     scoped_object,
 )
-from scheduler_admin.audit.api.views import SuffixChoosesFormat
 from scheduler_admin.base.api.errors import Conflict
 from scheduler_admin.base.api.parsers import FLAT_BODY_PARSERS
 from scheduler_admin.base.api.strict import EmptyBodySerializer

@@ -1,4 +1,4 @@
-"""``python -m scheduler_admin.history.bench``: usage history at 5,059 queues sampled for 7 days.
+"""``python -m scheduler_admin.bench.history``: usage history at 5,059 queues sampled for 7 days.
 
 Goal (issue 16): with 5,000 queues sampled every minute for 7 days, the queue page stays under
 300 ms of server time, at each range. A measurement tool, not a test: it prints a table (the

@@ -1,4 +1,4 @@
-"""``python -m scheduler_admin.web.dashboard.bench``: server time of the dashboard at scale.
+"""``python -m scheduler_admin.bench.dashboard``: server time of the dashboard at scale.
 
 Goal (issue 6): a partition with 5,000 queues and 200,000 running tasks renders in under 1 s of
 server time on a 2-core machine. This is a measurement tool, not a test: it prints numbers and

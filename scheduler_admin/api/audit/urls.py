@@ -7,7 +7,7 @@ arguments become the view's attributes), so the schema and the view agree on wha
 
 from django.urls import path, re_path
 
-from scheduler_admin.audit.api.views import AuditEventViewSet
+from scheduler_admin.api.audit.views import AuditEventViewSet
 
 _BASENAME = "audit"
 

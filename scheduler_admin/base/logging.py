@@ -85,18 +85,6 @@ def end_request(**_: object) -> None:
     _request.set(None)
 
 
-@contextmanager
-def run_context(run_id: int) -> Iterator[None]:
-    """The context of a Celery task working on a run: ``run_id`` and the run's partition."""
-    from scheduler_admin.enforcement.models import PreemptionRun
-
-    partition = (
-        PreemptionRun.objects.filter(pk=run_id).values_list("partition__name", flat=True).first()
-    )
-    with log_context(run_id=run_id, **({"partition": partition} if partition else {})):
-        yield
-
-
 def current_fields() -> dict[str, object]:
     """The fields known now (the request's user included, if it is known yet)."""
     fields = dict(_fields.get())

@@ -17,9 +17,9 @@ from rest_framework.decorators import action
 from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 
+from scheduler_admin.api.audit.serializers import AuditEventSerializer
 from scheduler_admin.api.views import scoped_object
 from scheduler_admin.audit import exports
-from scheduler_admin.audit.api.serializers import AuditEventSerializer
 from scheduler_admin.audit.filtersets import AuditEventFilter
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.base.limits import BIGINT_MAX
