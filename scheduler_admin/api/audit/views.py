@@ -14,7 +14,6 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
 from rest_framework import viewsets
 from rest_framework.decorators import action
-from rest_framework.negotiation import BaseContentNegotiation
 from rest_framework.request import Request
 
 from scheduler_admin.api.audit.serializers import AuditEventSerializer
@@ -22,19 +21,9 @@ from scheduler_admin.api.views import scoped_object
 from scheduler_admin.audit import exports
 from scheduler_admin.audit.filtersets import AuditEventFilter
 from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.base.api.negotiation import SuffixChoosesFormat
 from scheduler_admin.base.limits import BIGINT_MAX
 from scheduler_admin.enforcement.visibility import visible_audit
-
-
-class SuffixChoosesFormat(BaseContentNegotiation):
-    """For exports the path suffix chooses the format (SPEC 7), so ``Accept`` neither picks
-    another one nor yields a 406; the first renderer (JSON) renders any error body."""
-
-    def select_parser(self, request, parsers):
-        return parsers[0] if parsers else None
-
-    def select_renderer(self, request, renderers, format_suffix=None):
-        return renderers[0], renderers[0].media_type
 
 
 def _export_schema(suffix: str, media_type: str, body: object, what: str):

@@ -31,7 +31,6 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from scheduler_admin.accounts import permissions as access
-from scheduler_admin.api.audit.views import SuffixChoosesFormat
 from scheduler_admin.api.permissions import ABORT_RUN, CANCEL_TIMER, OPERATE_CLUSTER
 from scheduler_admin.api.views import (
     LIST_ERRORS,
@@ -45,6 +44,7 @@ from scheduler_admin.api.views import (
     scoped_object,
 )
 from scheduler_admin.base.api.errors import Conflict
+from scheduler_admin.base.api.negotiation import SuffixChoosesFormat
 from scheduler_admin.base.api.parsers import FLAT_BODY_PARSERS
 from scheduler_admin.base.api.strict import EmptyBodySerializer
 from scheduler_admin.base.limits import BULK_ACK_MAX_ORDERS, BULK_REPORT_MAX_ORDERS

@@ -36,7 +36,7 @@ from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.yaml_io import error_lines, parse_queues_yaml
 from scheduler_admin.web.common import require, revision_link
 from scheduler_admin.web.history.changes import Changes, compare
-from scheduler_admin.web.queue_pages.plans import PlanView, plan_view
+from scheduler_admin.web.plans import PlanView, plan_view
 
 
 class ImportForm(forms.Form):

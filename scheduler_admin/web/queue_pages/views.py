@@ -35,10 +35,10 @@ from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.queues.saved import current_config
 from scheduler_admin.web.common import partition_or_404, queue_url, require, revision_link
+from scheduler_admin.web.plans import plan_view
 from scheduler_admin.web.queue_pages import effective, tables
 from scheduler_admin.web.queue_pages.forms import PREVIEW, SAVE, QueueEdit
 from scheduler_admin.web.queue_pages.history import describe_queue_changes, queue_history
-from scheduler_admin.web.queue_pages.plans import plan_view
 from scheduler_admin.web.queue_pages.status import pending_timer, timer_status, usage_status
 from scheduler_admin.web.queue_pages.usage_history import usage_history
 
