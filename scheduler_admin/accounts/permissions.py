@@ -42,12 +42,12 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
-from django.core.exceptions import PermissionDenied
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 from rest_framework.exceptions import AuthenticationFailed
 
 from scheduler_admin.accounts.roles import ADMIN, OPERATOR, ROLES, VIEWER, role_of
+from scheduler_admin.base.errors import Forbidden
 from scheduler_admin.base.lock_order import lock_partition, lock_token_shared, lock_user_shared
 from scheduler_admin.queues.authorize import Authorize
 from scheduler_admin.queues.models import Partition
@@ -218,7 +218,7 @@ def require(
     """``can``, raising ``PermissionDenied`` with the reason (a 403 in the API and console)."""
     decision = can(user, action, partition, queue_path, **options)
     if not decision:
-        raise PermissionDenied(decision.reason)
+        raise Forbidden(decision.reason)
 
 
 def outside_reason(
@@ -273,7 +273,7 @@ def recheck_identity(user: User | None) -> None:
     the change and sees it. A token's refusal is the 401 of an unknown token; a session user's
     a 403 (``PermissionDenied``, which the console shows too)."""
     if user is None or not user.is_authenticated:
-        raise PermissionDenied("Sign in first.")
+        raise Forbidden("Sign in first.")
     stored = lock_user_shared(get_user_model()._meta.db_table, user.pk)
     # Imported here: tokens holds a model, and this module is loaded before the models are.
     from scheduler_admin.accounts.tokens import API_TOKEN_ATTRIBUTE, ApiToken
@@ -291,7 +291,7 @@ def recheck_identity(user: User | None) -> None:
         if stored is None or not stored[0]:
             raise AuthenticationFailed("User inactive or deleted.")
     elif stored is None or not stored[0]:
-        raise PermissionDenied("Your account was deactivated.")
+        raise Forbidden("Your account was deactivated.")
 
 
 # ---- what a user sees -----------------------------------------------------------------------

@@ -5,8 +5,9 @@ broken (a 400 can come before the user is known), and the page must not fail in 
 no details.
 
 A domain error a console view lets through (``base.errors``) is answered here, once, by
-``DomainErrorPages``: not found 404, forbidden 403 (with its reason), stale or conflict 409,
-invalid 400, too large 413, each a page saying why. Views that can do better (a form showing a
+``DomainErrorPages``: stale or conflict 409, invalid 400, too large 413, each a page saying why;
+not found and forbidden, being Django's ``Http404`` and ``PermissionDenied``, reach Django's
+handlers, which render the 404 and 403 pages above. Views that can do better (a form showing a
 stale save's message beside the field) catch the error themselves.
 
 An expected refusal is not a bug: ``QuietRefusals`` keeps the traceback out of the log.
@@ -85,10 +86,8 @@ class DomainErrorPages:
     def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
         if not isinstance(exception, errors.DomainError) or request.path.startswith("/api/"):
             return None
-        if isinstance(exception, errors.NotFound):
-            return not_found(request, exception)
-        if isinstance(exception, errors.Forbidden):
-            return forbidden(request, exception)
+        # NotFound and Forbidden are Django's Http404 and PermissionDenied: Django's own
+        # handlers (handler404/403, the pages above) answer them, and log them as it always did.
         for kind, status, heading in _REFUSAL_PAGES:
             if isinstance(exception, kind):
                 return _page(

@@ -8,6 +8,8 @@ import json
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
 from django.test import RequestFactory
 from rest_framework.test import APIRequestFactory
 
@@ -113,8 +115,6 @@ def test_the_app_errors_are_domain_error_kinds_and_keep_their_api_answers() -> N
         (errors.Stale("Version 3 was saved since.", current=3), 409, "Changed meanwhile"),
         (errors.Conflict("The run already ended."), 409, "Not possible now"),
         (errors.Invalid("The name is taken.", field="name"), 400, "Not accepted"),
-        (errors.NotFound("Partition default has no queue root.x."), 404, "root.x"),
-        (errors.Forbidden("This action needs the admin role."), 403, "needs the admin role"),
     ],
 )
 def test_the_console_answers_each_domain_error_with_a_page_saying_why(exc, status, words) -> None:
@@ -128,9 +128,20 @@ def test_the_console_answers_each_domain_error_with_a_page_saying_why(exc, statu
     assert str(exc) in page
 
 
+def test_not_found_and_forbidden_are_left_to_djangos_handlers_of_the_404_and_403_pages() -> None:
+    """Those two kinds are Django's own exceptions: its handlers render the console's pages."""
+    assert isinstance(errors.NotFound("x"), Http404)
+    assert isinstance(errors.Forbidden("x"), PermissionDenied)
+    request = RequestFactory().get("/")
+    request.user = AnonymousUser()
+    middleware = DomainErrorPages(lambda _: None)
+    assert middleware.process_exception(request, errors.NotFound("gone")) is None
+    assert middleware.process_exception(request, errors.Forbidden("no")) is None
+
+
 def test_the_console_mapping_leaves_api_paths_and_other_errors_alone() -> None:
     middleware = DomainErrorPages(lambda _: None)
     api_request = RequestFactory().get("/api/v1/partitions/")
-    assert middleware.process_exception(api_request, errors.NotFound("gone")) is None
+    assert middleware.process_exception(api_request, errors.Stale("old", current=2)) is None
     page_request = RequestFactory().get("/")
     assert middleware.process_exception(page_request, KeyError("a bug")) is None
