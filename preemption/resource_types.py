@@ -15,12 +15,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Collection
-from typing import TYPE_CHECKING
 
 from preemption.config import PartitionConfig
-
-if TYPE_CHECKING:  # imported lazily at run time: hierarchy imports this package's modules
-    from preemption.hierarchy import ConfigError
+from preemption.errors import ConfigError
 
 #: Resource types known with no cluster state at all: YuniKorn's and Kubernetes' own, and the
 #: GPUs of the two common device plugins (a GPU partition is often set up before its nodes).
@@ -62,8 +59,6 @@ def unknown_type_warnings(
 ) -> list[ConfigError]:
     """A warning per queue field naming a resource type that no node, task, ask
     (``cluster_types``), other queue or YuniKorn itself knows, with the closest known type."""
-    from preemption.hierarchy import ConfigError
-
     suspects = suspect_types(config) if suspects is None else suspects
     unknown = {name: path for name, path in suspects.items() if name not in cluster_types}
     if not unknown:

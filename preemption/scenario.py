@@ -25,7 +25,7 @@ from typing import Any
 
 import yaml
 
-from preemption import resources
+from preemption import policies, resources, timers
 from preemption.config import ASK_POLICIES, ROOT, PartitionConfig, PartitionSettings
 from preemption.durations import DurationError, parse_duration
 from preemption.hierarchy import property_errors
@@ -578,8 +578,6 @@ def _read_expected_run(reader: _Reader, raw: object, at: str) -> dict[str, Any]:
 
 def decide(scenario: Scenario) -> Plan:
     """Run the scenario's policy on its state (not for ``quota_timeline``)."""
-    from preemption import policies
-
     assert scenario.action is not None
     kind, value = scenario.action
     state, now, options = scenario.state, scenario.now, scenario.options
@@ -598,8 +596,6 @@ def decide(scenario: Scenario) -> Plan:
 
 def evaluate(scenario: Scenario) -> Result:
     if scenario.policy == "quota_timeline":
-        from preemption import timers
-
         assert scenario.until is not None
         runs = timers.replay_timeline(scenario.state, scenario.timeline, scenario.until)
         result = Result(scenario, {"runs": [run.to_json() for run in runs]})

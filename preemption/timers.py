@@ -29,6 +29,7 @@ from preemption.config import (
     QueueConfig,
 )
 from preemption.durations import DurationError, parse_duration
+from preemption.explanations.wording import amounts
 from preemption.hierarchy import Hierarchy
 from preemption.model import Allocation, ClusterState, ConfigChange, TimelineRun
 from preemption.quota import plan_quota
@@ -268,8 +269,6 @@ def quota_run_stop_reason(
     tasks finished. ``planned_max`` (the queue's own max when the run planned) only chooses the
     words. A run without target types never stops for its usage.
     """
-    from preemption.explain import amounts  # explain imports the policies, which import this
-
     if not hierarchy.config.settings.quota_preemption_enabled:
         return "quota preemption was switched off for the partition"
     if path not in hierarchy.queues:

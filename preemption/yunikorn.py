@@ -38,10 +38,9 @@ from preemption.config import (
     QueueConfig,
 )
 from preemption.durations import DurationError, duration_spelling, parse_go_duration
+from preemption.errors import ConfigError, ConfigErrors
 from preemption.hierarchy import (
     NAME_PATTERN,
-    ConfigError,
-    ConfigErrors,
     config_notices,
     duration_property,
     normalized_config,

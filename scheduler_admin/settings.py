@@ -56,6 +56,9 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", [])
 
 INSTALLED_APPS = [
     "scheduler_admin.web.admin_config.ReadOnlyAdminConfig",  # the admin, read-only
+    # Before django.contrib.auth: its changepassword and createsuperuser replace Django's own,
+    # which would change accounts unaudited (the first app with a command of a name wins).
+    "scheduler_admin.accounts",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -66,7 +69,6 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "axes",  # failed sign-in throttling (issue 16, part "auth")
-    "scheduler_admin.accounts",
     "scheduler_admin.audit",
     "scheduler_admin.queues",
     "scheduler_admin.cluster",
@@ -76,6 +78,8 @@ INSTALLED_APPS = [
     # Usage over time (issue 16, usage history)
     "scheduler_admin.history",
     "scheduler_admin.web",
+    # The demo cluster of ``make run`` (manage.py simulate_cluster): an interface, no models.
+    "scheduler_admin.demo_cluster",
 ]
 
 MIDDLEWARE = [

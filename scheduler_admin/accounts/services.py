@@ -286,6 +286,29 @@ def reset_password(user: AbstractUser, *, actor: AbstractBaseUser | None) -> str
     return password
 
 
+def set_password_at_the_server(user: AbstractUser, new_password: str) -> None:
+    """Someone with a shell on the server sets ``user``'s password (``manage.py changepassword``,
+    which replaces Django's own so that no password changes unaudited). Nobody is signed in, so
+    the actor is ``system``; the new password must pass the validators. The user's sessions end.
+    Audited ``user.password_changed`` with ``data.at_the_server``. Refused for a single sign-on
+    account (a password would open a second way in)."""
+    with transaction.atomic():
+        user = _locked(user)
+        if not user.has_usable_password():
+            raise AccountError(
+                f"{user.username} signs in with single sign-on: their password is kept by the "
+                "provider."
+            )
+        _set_password(user, new_password)
+        _record(
+            AuditKind.USER_PASSWORD_CHANGED,
+            user,
+            None,
+            f"Password of {user.username} set at the server (manage.py changepassword)",
+            {"reset": True, "at_the_server": True},
+        )
+
+
 def _set_password(user: AbstractUser, password: str) -> None:
     try:
         password_validation.validate_password(password, user)

@@ -13,7 +13,8 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
 from django.utils import timezone
 
-from scheduler_admin.audit.models import AuditEvent, AuditKind
+from scheduler_admin.audit.kinds import AuditKind, checked_kind
+from scheduler_admin.audit.models import AuditEvent
 
 #: The name recorded when the system itself acts (beat, a worker, a migration).
 SYSTEM_ACTOR = "system"
@@ -60,10 +61,13 @@ def new_event(
 ) -> AuditEvent:
     """The event ``record_event`` would append, not yet saved: a service that writes many at
     once (a run's chunk of victims, a bulk acknowledgement) builds them with this and stores
-    them with one ``record_events``, with the same content as one by one."""
+    them with one ``record_events``, with the same content as one by one.
+
+    ``kind`` must be declared in ``AuditKind`` (``UnknownAuditKind`` otherwise): the column
+    stores any text, so this is where an undeclared kind is caught, before any row is written."""
     return AuditEvent(
         created_at=at or timezone.now(),
-        kind=kind,
+        kind=checked_kind(kind),
         actor=actor if actor is not None and actor.is_authenticated else None,
         actor_name=actor_name(actor),
         partition_name=partition_name,
@@ -92,6 +96,8 @@ def record_events(events: Iterable[AuditEvent]) -> None:
     chunk or a bulk acknowledgement writes thousands: Django's per-value parameter binding
     would cost more than the insert); elsewhere, and for a few events, ``bulk_create``."""
     events = list(events)
+    for event in events:  # built without ``new_event``? Refuse an undeclared kind all the same.
+        checked_kind(event.kind)
     if connection.vendor != "postgresql" or len(events) < _ARRAYS_FROM:
         AuditEvent.objects.bulk_create(events)
         return

@@ -13,7 +13,7 @@ skipping the levels it does not need, never going back to an earlier level:
    sees it and is refused.
 2. **The partition row**, ``lock_partition``: *exclusive* (``FOR UPDATE``) for what changes
    the facts runs are decided on or who may act: config saves (``queues.services``), run
-   creation (``runs._lock_run_creation``), grant changes (``accounts.grants``); *shared*
+   creation (``runs.creation._lock_run_creation``), grant changes (``accounts.grants``); *shared*
    (``FOR KEY SHARE``) for every other write under the partition: the in-write authorization of
    a write that leaves the partition as it is (abort, timer cancel, acknowledgements, reports,
    cluster-state pushes, agent heartbeats), and every transaction of a run's worker (claim,
@@ -26,14 +26,15 @@ skipping the levels it does not need, never going back to an earlier level:
    eviction orders' foreign key); PostgreSQL killed one, the admin got a 500 and the run went
    on evicting. Taken first and explicitly, the implicit lock later costs nothing. Shared and
    exclusive conflict: a config save waits for the chunk in flight and the next chunk waits for
-   the save, so a chunk re-checks its queue (``runs._no_longer_needed``) on the config as saved
-   and every victim of a chunk begun before a save committed before it.
+   the save, so a chunk re-checks its queue (``runs.stopping.no_longer_needed``) on the config
+   as saved and every victim of a chunk begun before a save committed before it.
 3. **The partition's ingest lock** (a transaction-scoped advisory lock, cluster-state pushes
    only: ``cluster.services``).
 4. **Quota timers** of the partition (the sweep locks the due ones in due order, a config
    save the pending ones, a cancel one).
-5. **The run row** ``FOR UPDATE`` (``runs``: claim, abort, each worker write); a run's status
-   is read under it, so a run that ended (aborted, failed, stopped) is never written again.
+5. **The run row** ``FOR UPDATE`` (``runs.fencing``: claim, abort, each worker write); a run's
+   status is read under it, so a run that ended (aborted, failed, stopped) is never written
+   again.
 6. **The queue's fencing-token row** (``QueueLock``) ``FOR UPDATE``: raised by a claim and an
    abort, checked by every worker write.
 7. **Run victims**, written by the run's fenced worker only.

@@ -220,8 +220,9 @@ def _quota_run(partition) -> tuple[float, int]:
     from django.utils import timezone
 
     from scheduler_admin.cluster.models import Allocation
-    from scheduler_admin.enforcement import runs
+    from scheduler_admin.enforcement import dispatch, runs
     from scheduler_admin.enforcement.models import PreemptionRun, QuotaTimer
+    from scheduler_admin.enforcement.runs import execution
     from scheduler_admin.queues.models import Queue
     from scheduler_admin.queues.services import update_queue
 
@@ -241,12 +242,12 @@ def _quota_run(partition) -> tuple[float, int]:
     now = timezone.now()
     timers = QuotaTimer.objects.filter(partition=partition, queue_path=LEAF, status="pending")
     assert timers.update(due_at=now - timedelta(seconds=1)) == 1, "no timer started"
-    with mock.patch.object(runs, "_enqueue"):
+    with mock.patch.object(dispatch, "enqueue_run"):
         created = runs.sweep_due_quota_timers()
     [run_id] = PreemptionRun.objects.filter(pk__in=created, queue_path=LEAF).values_list(
         "pk", flat=True
     ) or [(created, list(QuotaTimer.objects.filter(queue_path=LEAF).values()))]
-    plan = runs._plan_run
+    plan = execution._plan_run
     planning = []
 
     def timed_plan(*args: Any) -> None:
@@ -255,7 +256,7 @@ def _quota_run(partition) -> tuple[float, int]:
         planning.append(time.perf_counter() - begun)
 
     started = time.perf_counter()
-    with mock.patch.object(runs, "_plan_run", timed_plan):
+    with mock.patch.object(execution, "_plan_run", timed_plan):
         run = runs.execute_run(run_id, worker="bench")
     seconds = time.perf_counter() - started
     PLAN_SECONDS.append(planning[0])

@@ -225,7 +225,7 @@ def sweep(context) -> Row:
 
     from preemption import timers as engine_timers
     from scheduler_admin.cluster.adapters import load_cluster_state
-    from scheduler_admin.enforcement import runs
+    from scheduler_admin.enforcement import dispatch, runs
     from scheduler_admin.enforcement.models import PreemptionRun, QuotaTimer
     from scheduler_admin.enforcement.timers import as_engine_timer
 
@@ -268,8 +268,8 @@ def sweep(context) -> Row:
     baseline = timed(decide_all, runs=5)
 
     enqueued: list[int] = []
-    real_enqueue = runs._enqueue
-    runs._enqueue = enqueued.append  # the bench has no worker: the runs stay pending
+    real_enqueue = dispatch.enqueue_run
+    dispatch.enqueue_run = enqueued.append  # the bench has no worker: the runs stay pending
     sweep_at = due_at + timedelta(seconds=1)
     times = []
     created: list[int] = []
@@ -280,7 +280,7 @@ def sweep(context) -> Row:
             outcome = _outcome(timers)
             _reset(timers, created, at)
     finally:
-        runs._enqueue = real_enqueue
+        dispatch.enqueue_run = real_enqueue
         PreemptionRun.objects.filter(pk__in=[run.pk for run in active]).delete()
         QuotaTimer.objects.filter(pk__in=[timer.pk for timer in timers]).delete()
     expected = f"{counts.get('run', 0)} run, {counts.get('deferred', 0)} deferred, " + (

@@ -16,8 +16,8 @@ from django.db.models import Q
 from preemption import model
 from preemption.config import ROOT, PartitionConfig
 from preemption.hierarchy import Hierarchy
+from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
-from scheduler_admin.cluster.services import ClusterStateBody
 from scheduler_admin.cluster.usage import (
     ENGINE_STATES,
     configured_total,

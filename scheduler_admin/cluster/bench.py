@@ -51,8 +51,8 @@ from rest_framework.test import APIClient  # noqa: E402
 
 from scheduler_admin.accounts.roles import OPERATOR  # noqa: E402
 from scheduler_admin.accounts.services import issue_token  # noqa: E402
+from scheduler_admin.cluster.ingest.parsing import parse_cluster_state  # noqa: E402
 from scheduler_admin.cluster.models import Allocation, Application  # noqa: E402
-from scheduler_admin.cluster.services import parse_cluster_state  # noqa: E402
 from scheduler_admin.queues.models import Partition  # noqa: E402
 
 LEAVES = ["root.research.vision", "root.research.nlp", "root.batch.nightly", "root.prod.api"]

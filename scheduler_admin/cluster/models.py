@@ -1,9 +1,10 @@
 """Cluster state (SPEC 3.3), one set per partition.
 
-Rows are written only by ``scheduler_admin.cluster.services`` (bulk, idempotent ingestion) and by
-the enforcement services (a victim's state). Ids are the cluster's own (``external_id``), unique
-per partition, so the same body can be sent twice without creating anything new. Text columns
-are as long as ``scheduler_admin.base.limits`` says, the same limits the ingest checker applies.
+Rows are written only by ``scheduler_admin.cluster.services`` (bulk, idempotent ingestion; its
+statements are in ``cluster.ingest.writing``) and by the enforcement services (a victim's state).
+Ids are the cluster's own (``external_id``), unique per partition, so the same body can be sent
+twice without creating anything new. Text columns are as long as ``scheduler_admin.base.limits``
+says, the same limits the ingest checker applies.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Eviction orders: acknowledged by the cluster, or delivered to it by a signed webhook (SPEC 5).
 
-An order is created for every victim (``runs._preempt_chunk``). The cluster either polls the
-pending orders and acknowledges each, or — when ``EVICTION_WEBHOOK_URL`` is set — receives each
-order as a POST signed with HMAC-SHA256 over the raw body (``X-Scheduler-Signature:
-sha256=<hex>``), with the order id as ``Idempotency-Key``. A 2xx answer acknowledges the order;
-anything else is retried with exponential backoff. Acknowledging releases the allocation: it
-stops counting towards usage.
+An order is created for every victim (``runs.execution._preempt_chunk``). The cluster either
+polls the pending orders and acknowledges each, or — when ``EVICTION_WEBHOOK_URL`` is set —
+receives each order as a POST signed with HMAC-SHA256 over the raw body
+(``X-Scheduler-Signature: sha256=<hex>``), with the order id as ``Idempotency-Key``. A 2xx
+answer acknowledges the order; anything else is retried with exponential backoff.
+Acknowledging releases the allocation: it stops counting towards usage.
 
 Deliveries are bounded, because the receiver is outside our control: each request has a deadline
 for the whole exchange (``EVICTION_WEBHOOK_TIMEOUT``), a delivery task stops starting requests

@@ -102,6 +102,16 @@ class RunStatus(models.TextChoices):
 ACTIVE_RUN_STATUSES = (RunStatus.PENDING, RunStatus.RUNNING)
 
 
+def active_run_queues(partition: Partition) -> set[str]:
+    """The queues of the partition with an active (pending or running) run: the engine's
+    ``running_runs``, which defer timers and keep a queue from a second run."""
+    return set(
+        PreemptionRun.objects.filter(
+            partition=partition, status__in=ACTIVE_RUN_STATUSES
+        ).values_list("queue_path", flat=True)
+    )
+
+
 class RunQuerySet(models.QuerySet):
     def listed(self) -> RunQuerySet:
         """Runs as the lists show them (``runs/``, the Runs page, the dashboard's recent runs):
@@ -128,7 +138,7 @@ class RunQuerySet(models.QuerySet):
 class PreemptionRun(models.Model):
     """One decision of a policy and its execution.
 
-    Steps (``services.runs``): a sweep creates it ``pending``; a worker claims it (``running``,
+    Steps (``enforcement.runs``): a sweep creates it ``pending``; a worker claims it (``running``,
     new fence token, lease); the first step plans and stores the victims as ``RunVictim`` rows
     and every explained candidate, with its facts and reason, as a ``RunCandidate`` row; then
     each victim is preempted (idempotently); the run ends ``finished`` with the plan's outcome,
@@ -216,7 +226,7 @@ class RunVictim(models.Model):
 class RunCandidate(models.Model):
     """One candidate a run's plan explained, with the facts the decision used, as they were.
 
-    Written once, with the victims, when the run plans (``runs._store_plan``), from
+    Written once, with the victims, when the run plans (``record.store_plan``), from
     ``preemption.explain``: the run page, ``runs/{id}/`` and the run's exports read these rows
     only, never the live cluster, so they still answer "why this task?" after the task is gone.
     A table rather than a JSON list on the run: a plan can explain 100,000 candidates, which

@@ -22,11 +22,10 @@ from preemption.policies import plan_ask, plan_job, plan_quota, plan_quota_chang
 from preemption.timers import QuotaTimer, timers_after_save
 from scheduler_admin.base.errors import Invalid
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state, with_overrides
-from scheduler_admin.cluster.services import ClusterStateBody
+from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
 from scheduler_admin.enforcement.exports import api_item
 from scheduler_admin.enforcement.models import QuotaTimer as TimerRow
-from scheduler_admin.enforcement.models import TimerStatus
-from scheduler_admin.enforcement.runs import active_run_queues
+from scheduler_admin.enforcement.models import TimerStatus, active_run_queues
 from scheduler_admin.enforcement.timers import as_engine_timer
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_config

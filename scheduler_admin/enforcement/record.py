@@ -2,7 +2,7 @@
 and its specific reason (``preemption.explain``), written once when the run plans.
 
 A plan can explain 100,000 candidates, and they are written inside the run's fenced transaction
-(``runs._store_plan``), so the write must be quick: on PostgreSQL the rows go in with one
+(``store_plan``), so the write must be quick: on PostgreSQL the rows go in with one
 ``COPY ... FROM STDIN`` (about 2 s for 100,000 rows on the development machine, where
 ``bulk_create`` took 30 s: per row it builds a model, prepares 20 values and Django packs them
 into arrays for ``UNNEST``); elsewhere (the embedded SQLite default) with ``bulk_create``, one
@@ -20,7 +20,8 @@ from django.db import connection
 
 from preemption.explain import CandidateRecord, explain, subject_facts
 from preemption.model import ClusterState, Options, Plan
-from scheduler_admin.enforcement.models import PreemptionRun, RunCandidate
+from scheduler_admin.cluster.models import Allocation
+from scheduler_admin.enforcement.models import PreemptionRun, RunCandidate, RunVictim
 
 #: Rows per INSERT where COPY is not available.
 BATCH = 2000
@@ -121,3 +122,49 @@ def _copy(rows: Iterator[tuple[Any, ...]]) -> None:
                 if row[index] is not None:
                     row[index] = json.dumps(row[index], separators=(",", ":"))
             copy.write_row(row)
+
+
+def store_plan(run: PreemptionRun, plan: Plan, described: Described) -> list[str]:
+    """Store the plan on the run: its victims (``RunVictim``, in the order taken), every
+    explained candidate with the facts the decision used (``RunCandidate``, written in bulk by
+    ``store_candidates``), and the subject's facts. Returns the victims that vanished.
+
+    The cluster keeps pushing state while a run plans: a victim whose allocation was removed in
+    between has already freed its resources, so it is left out of the victim list (its candidate
+    row says so, and the audit event names it) instead of failing the run. Victims' queue, node
+    and resources are those of the state the plan was made on, as every candidate's are.
+    """
+    present: set[str] = set()
+    if plan.victims:
+        present = set(
+            Allocation.objects.filter(
+                partition=run.partition, external_id__in=plan.victims
+            ).values_list("external_id", flat=True)
+        )
+    chosen = {record.candidate: record for record in described.candidates if record.accepted}
+    RunVictim.objects.bulk_create(
+        [
+            RunVictim(
+                run=run,
+                position=index,
+                allocation_id=victim,
+                queue_path=chosen[victim].queue,
+                node_name=chosen[victim].node,
+                resources=dict(chosen[victim].resources),
+            )
+            for index, victim in enumerate(v for v in plan.victims if v in present)
+        ]
+    )
+    vanished = [victim for victim in plan.victims if victim not in present]
+    store_candidates(run, described.candidates, set(vanished))
+    run.planned = True
+    run.outcome = str(plan.outcome)
+    run.node = plan.node or ""
+    run.targets = {path: dict(amounts) for path, amounts in plan.targets.items()}
+    run.freed = dict(plan.freed)
+    run.nominations = dict(plan.nominations)
+    run.subject = described.subject
+    run.save(
+        update_fields=["planned", "outcome", "node", "targets", "freed", "nominations", "subject"]
+    )
+    return vanished

@@ -5,7 +5,7 @@ loads the pending rows, asks the engine for the new set, and writes the differen
 event per timer. It runs inside the config service's transaction, so a change and its timers are
 saved together or not at all.
 
-It also gives the sweep of due timers (``runs.sweep_due_quota_timers``) what it decides on,
+It also gives the sweep of due timers (``runs.creation.sweep_due_quota_timers``) what it decides on,
 ``load_due_state``: the config and the usage per queue summed in the database, not the tasks.
 """
 

@@ -123,3 +123,13 @@ def test_revision_diffs_and_validate_changes_give_exact_quantities(live):
     assert admin.get(f"{API}/revisions/{number}/").json()["diff"] == expected
     lowered = admin.get(f"{API}/revisions/2/?against=1").json()["diff"]
     assert lowered == [{"queue": "root.team", "field": "max.memory", "old": "400G", "new": "100G"}]
+
+
+def test_the_schema_cites_no_internal_reference(db):
+    """The API documentation is read by people who have no spec, seed or issue tracker to look
+    things up in: descriptions (serializer docstrings included) say it in words."""
+    from tests.unit.test_docs_site import INTERNAL
+
+    schema = role_client("viewer").get("/api/schema/", HTTP_ACCEPT="application/json").content
+    found = sorted(set(INTERNAL.findall(schema.decode())))
+    assert not found, found

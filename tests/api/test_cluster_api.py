@@ -7,8 +7,9 @@ from urllib.parse import quote
 import pytest
 
 from scheduler_admin.audit.models import AuditEvent, AuditKind
-from scheduler_admin.cluster import services
 from scheduler_admin.cluster.bench import state_body as state_body_of
+from scheduler_admin.cluster.ingest import rows
+from scheduler_admin.cluster.ingest.writing import KINDS
 from scheduler_admin.cluster.models import Allocation, Application, Ask, DisruptionBudget, Node
 from tests.api.conftest import assert_error
 
@@ -232,10 +233,10 @@ def test_json_nested_too_deeply_is_400(demo_partition, operator, depth):
 
 @pytest.fixture(params=["arrays", "values"])
 def writer(request, monkeypatch):
-    """Both ways ``_upsert`` writes: PostgreSQL's binary arrays, and the multi-row ``VALUES``
+    """Both ways ``upsert_rows`` writes: PostgreSQL's binary arrays, and the multi-row ``VALUES``
     other databases (SQLite in development) use, run here on PostgreSQL."""
     if request.param == "values":
-        monkeypatch.setattr(services, "_insert_arrays", services._insert_values)
+        monkeypatch.setattr(rows, "_insert_arrays", rows._insert_values)
     return request.param
 
 
@@ -255,7 +256,7 @@ def test_the_same_body_twice_is_audited_once_and_the_second_changes_nothing(
     second = operator.post(STATE, state_body(), format="json").json()
     assert ingest_events() == 1
     assert first["changed"]["allocations"] == {"created": 5, "updated": 0, "removed": 0}
-    assert second["changed"] == dict.fromkeys(services.KINDS, NOTHING)
+    assert second["changed"] == dict.fromkeys(KINDS, NOTHING)
     assert (second["nodes"], second["allocations"]) == (2, 5)  # what the body held
     assert snapshot() == before
     assert list(Node.objects.order_by("name").values_list("updated_at", flat=True)) == (

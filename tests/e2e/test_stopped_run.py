@@ -4,7 +4,7 @@ the status.
 
 The run is made the product's way in this test process (the team partition, root.team lowered,
 the sweep, then the run executed chunk by chunk with the max raised back after the first
-chunk); the live worker is never handed it (``runs._enqueue`` is a no-op here), so it cannot
+chunk); the live worker is never handed it (``dispatch.enqueue_run`` is a no-op here), so it cannot
 finish it first.
 """
 
@@ -17,8 +17,9 @@ import time_machine
 from playwright.sync_api import expect
 
 from scheduler_admin.cluster.services import ingest_cluster_state
-from scheduler_admin.enforcement import runs
+from scheduler_admin.enforcement import dispatch, runs
 from scheduler_admin.enforcement.models import RunStatus
+from scheduler_admin.enforcement.runs import execution
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Queue
 from scheduler_admin.queues.yaml_io import parse_queues_yaml
@@ -37,7 +38,7 @@ def max_of_team(memory_gb: int) -> None:
 
 
 def stopped_run(monkeypatch: pytest.MonkeyPatch, settings) -> int:
-    monkeypatch.setattr(runs, "_enqueue", lambda run_id: None)
+    monkeypatch.setattr(dispatch, "enqueue_run", lambda run_id: None)
     settings.RUN_EVICTION_BATCH = 1
     with time_machine.travel(START, tick=False):
         [config] = parse_queues_yaml(
@@ -52,7 +53,7 @@ def stopped_run(monkeypatch: pytest.MonkeyPatch, settings) -> int:
         )  # fmt: skip
         max_of_team(100)
     [run_id] = runs.sweep_due_quota_timers(START + timedelta(hours=2))
-    chunk = runs._preempt_chunk
+    chunk = execution._preempt_chunk
     calls: list[int] = []
 
     def raise_back_after_the_first(run, victims, token):
@@ -62,7 +63,7 @@ def stopped_run(monkeypatch: pytest.MonkeyPatch, settings) -> int:
             max_of_team(400)
         return went_on
 
-    monkeypatch.setattr(runs, "_preempt_chunk", raise_back_after_the_first)
+    monkeypatch.setattr(execution, "_preempt_chunk", raise_back_after_the_first)
     run = runs.execute_run(run_id, worker="e2e")
     assert run is not None and run.status == RunStatus.STOPPED
     return run_id

@@ -11,7 +11,9 @@ import pytest
 import time_machine
 from django.core.management import call_command
 
+from preemption.policies import plan_quota
 from scheduler_admin.audit.models import AuditEvent, AuditKind
+from scheduler_admin.cluster.adapters import load_cluster_state
 from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.cluster.services import IngestErrors, ingest_cluster_state
 from scheduler_admin.enforcement import record, runs
@@ -25,6 +27,7 @@ from scheduler_admin.enforcement.models import (
     RunVictim,
     TimerStatus,
 )
+from scheduler_admin.enforcement.runs import execution
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Partition, Queue
@@ -207,9 +210,9 @@ def test_a_stalled_worker_writes_nothing_after_its_run_was_taken_over(partition,
     with time_machine.travel(START + timedelta(seconds=3), tick=False):
         old_token = runs.claim_run(run_id, worker="slow")
         run = PreemptionRun.objects.get(pk=run_id)
-        runs._plan_run(run, old_token)
+        execution._plan_run(run, old_token)
         first = run.victims.order_by("position").first()
-        runs._preempt_chunk(run, [first], old_token)
+        execution._preempt_chunk(run, [first], old_token)
     # The slow worker stalls past its lease; the reaper hands the run to another worker.
     with time_machine.travel(START + timedelta(seconds=20), tick=False):
         assert runs.reap_stale_runs() == [run_id]
@@ -218,7 +221,7 @@ def test_a_stalled_worker_writes_nothing_after_its_run_was_taken_over(partition,
         assert new_token == old_token + 1
         second = run.victims.order_by("position")[1]
         with pytest.raises(runs.StaleRun):
-            runs._preempt_chunk(run, [second], old_token)
+            execution._preempt_chunk(run, [second], old_token)
     assert RunVictim.objects.get(pk=second.pk).preempted_at is None
     assert EvictionOrder.objects.count() == 1
 
@@ -230,8 +233,8 @@ def test_a_resumed_run_finishes_the_stored_victims_and_never_plans_again(partiti
     with time_machine.travel(START + timedelta(seconds=3), tick=False):
         token = runs.claim_run(run_id, worker="dies")
         run = PreemptionRun.objects.get(pk=run_id)
-        runs._plan_run(run, token)
-        runs._preempt_chunk(run, [run.victims.order_by("position").first()], token)
+        execution._plan_run(run, token)
+        execution._preempt_chunk(run, [run.victims.order_by("position").first()], token)
     planned = list(run.victims.order_by("position").values_list("allocation_id", flat=True))
     # Meanwhile the cluster changed: a new task that a fresh plan might choose.
     ingest_cluster_state(
@@ -267,13 +270,13 @@ def test_a_victim_removed_by_the_cluster_while_the_run_plans_is_left_out(partiti
     with time_machine.travel(START + timedelta(seconds=3), tick=False):
         token = runs.claim_run(run_id, worker="w1")
         run = PreemptionRun.objects.get(pk=run_id)
-        state = runs.load_cluster_state(partition)
-        plan = runs.plan_quota(state, "root.team", START)
+        state = load_cluster_state(partition)
+        plan = plan_quota(state, "root.team", START)
         # The task finished and the cluster removed it between planning and storing.
         ingest_cluster_state(partition, {"remove": {"allocations": ["b1"]}}, actor=None)
         assert "b1" in plan.victims
-        described = runs.Described.of(state, plan, "root.team")
-        assert runs._store_plan(run, plan, described) == ["b1"]
+        described = record.Described.of(state, plan, "root.team")
+        assert record.store_plan(run, plan, described) == ["b1"]
     stored = list(run.victims.order_by("position").values_list("allocation_id", flat=True))
     assert stored == [v for v in plan.victims if v != "b1"]
     gone = run.candidates.get(candidate="b1")  # still explained, with the facts it had
@@ -285,8 +288,8 @@ def test_a_victim_removed_by_the_cluster_while_the_run_plans_is_left_out(partiti
     assert gone.detail.endswith(record.VANISHED_NOTE)
     with time_machine.travel(START + timedelta(seconds=4), tick=False):
         for victim in run.victims.order_by("position"):
-            runs._preempt_chunk(run, [victim], token)
-        runs._finish_run(run, token)
+            execution._preempt_chunk(run, [victim], token)
+        execution._finish_run(run, token)
     assert PreemptionRun.objects.get(pk=run_id).status == RunStatus.FINISHED
 
 

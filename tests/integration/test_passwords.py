@@ -106,3 +106,42 @@ def test_resetting_is_for_admins_and_not_for_your_own_account():
     assert refused.status_code == 403
     assert get_user_model().objects.get(pk=ada.pk).check_password(OLD)
     assert not AuditEvent.objects.filter(kind=AuditKind.USER_PASSWORD_CHANGED).exists()
+
+
+# --- At the server: Django's own account commands are replaced --------------------------------
+
+
+def test_changepassword_at_the_server_is_the_products_validated_and_audited(monkeypatch):
+    """Django's ``changepassword`` wrote the password unaudited; the product's replaces it."""
+    from django.core.management import CommandError, call_command, get_commands
+
+    assert get_commands()["changepassword"] == "scheduler_admin.accounts"
+    services.create_user("vera", role="viewer", actor=None, password=OLD)
+    elsewhere = _signed_in("vera", OLD)
+
+    monkeypatch.setenv("VERA_PW", "short")
+    with pytest.raises(CommandError, match="password"):
+        call_command("changepassword", "vera", "--password-env", "VERA_PW")
+    assert get_user_model().objects.get(username="vera").check_password(OLD)
+    assert not AuditEvent.objects.filter(kind=AuditKind.USER_PASSWORD_CHANGED).exists()
+
+    monkeypatch.setenv("VERA_PW", NEW)
+    call_command("changepassword", "VERA", "--password-env", "VERA_PW")  # any letter case
+    assert get_user_model().objects.get(username="vera").check_password(NEW)
+    event = AuditEvent.objects.get(kind=AuditKind.USER_PASSWORD_CHANGED)
+    assert event.actor_name == "system" and event.data["at_the_server"] is True
+    assert NEW not in str(event.data) and NEW not in event.summary
+    assert elsewhere.get("/").status_code == 302  # their sessions ended
+
+    with pytest.raises(CommandError, match="no user named 'nobody'"):
+        call_command("changepassword", "nobody", "--password-env", "VERA_PW")
+
+
+def test_createsuperuser_is_refused_and_makes_no_account():
+    """A superuser made by Django's command would have no role group and no audit row."""
+    from django.core.management import CommandError, call_command, get_commands
+
+    assert get_commands()["createsuperuser"] == "scheduler_admin.accounts"
+    with pytest.raises(CommandError, match="create_user NAME --role admin"):
+        call_command("createsuperuser", "--username", "root2", "--email", "r@x", "--noinput")
+    assert not get_user_model().objects.filter(username="root2").exists()

@@ -258,7 +258,8 @@ def test_a_replace_push_racing_the_marking_of_victims_loses_no_mark_and_keeps_th
         listed = [{**item, "priority": round_ + 1} for i, item in enumerate(tasks) if i % 4]
 
         def mark(victims: list[str] = victims) -> int:
-            """What a run's chunk does to its victims' allocations (``runs._preempt_chunk``)."""
+            """What a run's chunk does to its victims' allocations
+            (``runs.execution._preempt_chunk``)."""
             with transaction.atomic():
                 lock_allocations(partition, victims)
                 return Allocation.objects.filter(

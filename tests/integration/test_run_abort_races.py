@@ -92,7 +92,7 @@ class Stack:
     sender: Celery
 
     def send_run(self, run_id: int) -> str:
-        """Hand the run to the worker, as the sweep's ``execute_run.delay_on_commit`` does."""
+        """Hand the run to the worker, as the sweep's ``dispatch.enqueue_run`` does."""
         return self.sender.send_task(TASK, args=[run_id]).id
 
     def task_done(self, task_id: str) -> bool:

@@ -1,6 +1,7 @@
-"""A run preempts its victims in chunks, one transaction each (``runs._preempt_chunk``): killed
-between two chunks it is resumed with exactly the victims not yet preempted, and a victim that
-another run already evicts is skipped inside its chunk without failing it.
+"""A run preempts its victims in chunks, one transaction each
+(``runs.execution._preempt_chunk``): killed between two chunks it is resumed with exactly the
+victims not yet preempted, and a victim that another run already evicts is skipped inside its
+chunk without failing it.
 
 The team partition (``tests/support/team.py``) with root.team lowered to 100G: three victims.
 Time moves with time-machine; the reaper and the claims take ``now``.
@@ -23,6 +24,7 @@ from scheduler_admin.enforcement.models import (
     RunStatus,
     RunVictim,
 )
+from scheduler_admin.enforcement.runs import execution
 from tests.integration.test_run_failures import partition, start_team_run  # noqa: F401
 from tests.support.team import START
 
@@ -50,7 +52,7 @@ def test_a_worker_killed_between_chunks_is_resumed_with_the_victims_left(
     settings.RUN_LEASE_SECONDS = 10
     monkeypatch.setattr(audit_services, "_ARRAYS_FROM", 1)  # the events go as arrays
     run_id = start_team_run()
-    chunk = runs._preempt_chunk
+    chunk = execution._preempt_chunk
     calls = []
 
     def dies_before_the_second_chunk(run, victims, token):
@@ -59,7 +61,7 @@ def test_a_worker_killed_between_chunks_is_resumed_with_the_victims_left(
             raise WorkerKilled
         return chunk(run, victims, token)
 
-    monkeypatch.setattr(runs, "_preempt_chunk", dies_before_the_second_chunk)
+    monkeypatch.setattr(execution, "_preempt_chunk", dies_before_the_second_chunk)
     clock = START + timedelta(seconds=3)
     with time_machine.travel(clock, tick=False), pytest.raises(WorkerKilled):
         runs.execute_run(run_id, worker="doomed")
@@ -76,7 +78,7 @@ def test_a_worker_killed_between_chunks_is_resumed_with_the_victims_left(
         planned[:2]
     )
 
-    monkeypatch.setattr(runs, "_preempt_chunk", chunk)
+    monkeypatch.setattr(execution, "_preempt_chunk", chunk)
     clock += timedelta(seconds=11)  # past the lease
     with time_machine.travel(clock, tick=False):
         assert runs.reap_stale_runs() == [run_id]
@@ -114,7 +116,7 @@ def test_a_victim_another_run_already_evicts_is_skipped_inside_its_chunk(partiti
     with time_machine.travel(clock, tick=False):
         token = runs.claim_run(run_id, worker="w")
         run = PreemptionRun.objects.select_related("partition").get(pk=run_id)
-        runs._plan_run(run, token)
+        execution._plan_run(run, token)
         planned = list(run.victims.order_by("position").values_list("allocation_id", flat=True))
         taken = planned[1]  # in the middle of the (only) chunk
         # Another run ordered the eviction of that task after this one planned.
@@ -129,8 +131,8 @@ def test_a_victim_another_run_already_evicts_is_skipped_inside_its_chunk(partiti
             partition=partition, run=other, victim=stolen, allocation_id=taken,
             node_name="n1", created_at=clock,
         )  # fmt: skip
-        runs._preempt_victims(run, token)
-        runs._finish_run(run, token)
+        execution._preempt_victims(run, token)
+        execution._finish_run(run, token)
     run.refresh_from_db()
     assert run.status == RunStatus.FINISHED
     # Every victim is marked (none is tried again on a resume); the taken one keeps the other

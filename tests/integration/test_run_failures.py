@@ -27,6 +27,7 @@ from scheduler_admin.enforcement.models import (
     RunStatus,
     TimerStatus,
 )
+from scheduler_admin.enforcement.runs import execution
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.queues.yaml_io import parse_queues_yaml
@@ -195,8 +196,8 @@ def test_an_admin_aborts_an_active_run_over_the_api(partition):
     with time_machine.travel(START + timedelta(seconds=3), tick=False):
         token = runs.claim_run(run_id, worker="slow")
         run = PreemptionRun.objects.get(pk=run_id)
-        runs._plan_run(run, token)
-        runs._preempt_chunk(run, [run.victims.order_by("position").first()], token)
+        execution._plan_run(run, token)
+        execution._preempt_chunk(run, [run.victims.order_by("position").first()], token)
 
     url = f"/api/v1/runs/{run_id}/abort"
     assert_error(client_for("operator").post(url, {"comment": "no"}, format="json"), 403)
@@ -208,7 +209,7 @@ def test_an_admin_aborts_an_active_run_over_the_api(partition):
     # The worker still executing it is fenced off: its next write raises and writes nothing.
     second = run.victims.order_by("position")[1]
     with pytest.raises(runs.StaleRun):
-        runs._preempt_chunk(run, [second], token)
+        execution._preempt_chunk(run, [second], token)
     assert EvictionOrder.objects.count() == 1  # the victim taken before the abort stays taken
     assert runs.execute_run(run_id, worker="late") is None
 

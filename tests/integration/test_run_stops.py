@@ -26,6 +26,7 @@ from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, RunStatus
+from scheduler_admin.enforcement.runs import execution
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.web.dashboard.panels import alerts
@@ -52,7 +53,7 @@ def edit_team(**changes: object) -> None:
 
 def after_first_chunk(monkeypatch: pytest.MonkeyPatch, change: Callable[[], None]) -> None:
     """Make ``change`` once the run's first chunk has committed, before its second."""
-    chunk = runs._preempt_chunk
+    chunk = execution._preempt_chunk
     calls: list[int] = []
 
     def then_change(run, victims, token):
@@ -62,7 +63,7 @@ def after_first_chunk(monkeypatch: pytest.MonkeyPatch, change: Callable[[], None
             change()
         return went_on
 
-    monkeypatch.setattr(runs, "_preempt_chunk", then_change)
+    monkeypatch.setattr(execution, "_preempt_chunk", then_change)
 
 
 def run_with_a_change(settings, monkeypatch, change: Callable[[], None]) -> PreemptionRun:

@@ -28,7 +28,8 @@ from pathlib import Path
 import pytest
 import time_machine
 
-from preemption.hierarchy import ConfigErrors, _option_errors
+from preemption.errors import ConfigErrors
+from preemption.hierarchy.partition_settings import _option_errors
 from preemption.model import AskState, Outcome, Plan
 from preemption.scenario import Scenario, decide, load_scenario, scenario_files
 from preemption.timers import is_pure_increase, replay_timeline

@@ -21,9 +21,11 @@ from django.core.management.base import CommandError
 from preemption import resources
 from preemption.hierarchy import Hierarchy
 from scheduler_admin.audit.models import AuditEvent, AuditKind
-from scheduler_admin.cluster import simulator
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, DisruptionBudget, Node
 from scheduler_admin.cluster.services import ingest_cluster_state
+from scheduler_admin.demo_cluster.build import initial_cluster
+from scheduler_admin.demo_cluster.churn import churn_step
+from scheduler_admin.demo_cluster.snapshot import Task, read_snapshot
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.models import EvictionOrder, EvictionStatus, RunStatus
 from scheduler_admin.queues import services as config_services
@@ -72,7 +74,7 @@ def test_the_built_cluster_fits_its_nodes_and_queues(demo):
 
     hierarchy = Hierarchy(demo.current_config())
     usage = hierarchy.usage_by_queue(
-        simulator.Task(id=a.external_id, app="", queue=a.queue_path, user="", node="",
+        Task(id=a.external_id, app="", queue=a.queue_path, user="", node="",
                        resources=a.resources)
         for a in allocations
     )  # fmt: skip
@@ -130,7 +132,7 @@ def test_the_built_cluster_has_the_variety_the_dashboard_shows(demo):
     assert max(START - a.created_at for a in ordinary) > timedelta(hours=6)
 
     usage = Hierarchy(demo.current_config()).usage_by_queue(
-        simulator.Task(id="", app="", queue=a.queue_path, user="", node="", resources=a.resources)
+        Task(id="", app="", queue=a.queue_path, user="", node="", resources=a.resources)
         for a in allocations
     )
     guaranteed = Queue.objects.get(path="root.prod.web").guaranteed
@@ -142,21 +144,21 @@ def test_the_built_cluster_has_the_variety_the_dashboard_shows(demo):
 
 def test_the_same_seed_builds_the_same_cluster(demo):
     config = demo.current_config()
-    first = simulator.initial_cluster(config, nodes=30, tasks=800, seed=7, now=START)
-    again = simulator.initial_cluster(config, nodes=30, tasks=800, seed=7, now=START)
-    other = simulator.initial_cluster(config, nodes=30, tasks=800, seed=8, now=START)
+    first = initial_cluster(config, nodes=30, tasks=800, seed=7, now=START)
+    again = initial_cluster(config, nodes=30, tasks=800, seed=7, now=START)
+    other = initial_cluster(config, nodes=30, tasks=800, seed=8, now=START)
     assert first == again
     assert first != other
-    later = simulator.initial_cluster(config, nodes=30, tasks=800, seed=7, now=START + timedelta(1))
+    later = initial_cluster(config, nodes=30, tasks=800, seed=7, now=START + timedelta(1))
     assert not {a["id"] for a in first["allocations"]} & {a["id"] for a in later["allocations"]}
 
 
 def test_a_churn_step_is_deterministic_and_keeps_within_capacity(demo):
     simulate("--nodes", "20", "--tasks", "600")
-    snapshot = simulator.read_snapshot(demo)
+    snapshot = read_snapshot(demo)
     now = START + timedelta(minutes=1)
-    body = simulator.churn_step(snapshot, now=now, rng=random.Random(3))
-    assert body == simulator.churn_step(snapshot, now=now, rng=random.Random(3))
+    body = churn_step(snapshot, now=now, rng=random.Random(3))
+    assert body == churn_step(snapshot, now=now, rng=random.Random(3))
     assert body["allocations"] and body["remove"]["allocations"]
     ingest_cluster_state(demo, body, actor=None)
     capacity = dict(Node.objects.filter(partition=demo).values_list("name", "capacity"))

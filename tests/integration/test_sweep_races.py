@@ -33,6 +33,7 @@ from scheduler_admin.enforcement.models import (
     QuotaTimer,
     TimerStatus,
 )
+from scheduler_admin.enforcement.runs import creation
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.queues.yaml_io import parse_queues_yaml
@@ -345,7 +346,7 @@ def test_a_plan_read_before_another_run_took_its_victims_starts_no_run() -> None
         [run_id] = runs.sweep_pending_asks(clock)
         runs.execute_run(run_id, worker="fast")
         ask = stale_state.asks_by_id["k1"]
-        started = runs._start_ask_run(partition, stale_state, ask, stale_plan, clock, Options())
+        started = creation._start_ask_run(partition, stale_state, ask, stale_plan, clock, Options())
         assert started is None
     assert PreemptionRun.objects.filter(partition=partition).count() == 1
     assert EvictionOrder.objects.filter(partition=partition).count() == 1

@@ -20,11 +20,11 @@ from preemption.config import PROPERTY_QUOTA_DELAY, PartitionConfig, PartitionSe
 from preemption.hierarchy import (
     Effective,
     Hierarchy,
-    _policy_of,
     config_notices,
     duration_property,
     validate_config,
 )
+from preemption.hierarchy.tree import _policy_of
 from preemption.yunikorn_rules import yunikorn_rule_warnings
 
 GIB = 1024**3

@@ -71,7 +71,10 @@ class RemainingField(TargetsField):
 
 class ExplanationSerializer(serializers.ModelSerializer):
     """Why one candidate was or was not taken, with the facts the decision used, as kept with
-    the run when it planned (SPEC 4.0; codes in SCENARIOS.md; ``preemption.explain``)."""
+    the run when it planned; the reason codes are listed in the documentation's "Runs, outcomes
+    and reasons"."""
+
+    # (SPEC 4.0; codes in SCENARIOS.md; ``preemption.explain``.)
 
     queue = serializers.CharField(source="queue_path", read_only=True)
     node = serializers.CharField(source="node_name", read_only=True)

@@ -43,7 +43,6 @@ from scheduler_admin.api.views import (
     document_reads,
     scoped_object,
 )
-from scheduler_admin.base.api.errors import Conflict
 from scheduler_admin.base.api.negotiation import SuffixChoosesFormat
 from scheduler_admin.base.api.parsers import FLAT_BODY_PARSERS
 from scheduler_admin.base.api.strict import EmptyBodySerializer
@@ -60,7 +59,7 @@ from scheduler_admin.enforcement.evictions import (
     report_evictions,
 )
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
-from scheduler_admin.enforcement.runs import RunNotActive, RunNotFound, abort_run
+from scheduler_admin.enforcement.runs import abort_run
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
 from scheduler_admin.enforcement.visibility import visible_runs
 
@@ -220,15 +219,11 @@ class RunViewSet(viewsets.ReadOnlyModelViewSet):
         body.is_valid(raise_exception=True)
         run = self.get_object()
         access.require(request.user, ABORT_RUN, run.partition, run.queue_path)
-        try:
-            abort_run(
-                int(pk), actor=request.user, reason=body.validated_data.get("comment", ""),
-                authorize=access.authorizer(request.user, ABORT_RUN, run.queue_path),
-            )  # fmt: skip
-        except RunNotFound as exc:
-            raise NotFound(str(exc)) from exc
-        except RunNotActive as exc:
-            raise Conflict(str(exc), code="run_not_active") from exc
+        # ``RunNotFound`` and ``RunNotActive`` are domain kinds: the handler answers 404 / 409.
+        abort_run(
+            int(pk), actor=request.user, reason=body.validated_data.get("comment", ""),
+            authorize=access.authorizer(request.user, ABORT_RUN, run.queue_path),
+        )  # fmt: skip
         return Response(self.get_serializer(self.get_queryset().get(pk=pk)).data)
 
 

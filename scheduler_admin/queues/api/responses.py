@@ -69,8 +69,9 @@ class QueueRowSerializer(serializers.Serializer):
 
 
 class PlanSerializer(serializers.Serializer):
-    """A plan of the engine (SPEC 4.0): victims in the order taken and every candidate's
-    explanation."""
+    """A plan of the engine: victims in the order taken and every candidate's explanation."""
+
+    # (SPEC 4.0.)
 
     policy = serializers.CharField()
     victims = serializers.ListField(child=serializers.CharField(), help_text="Allocation ids.")

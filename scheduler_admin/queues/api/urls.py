@@ -5,28 +5,34 @@ shows the SPEC's path."""
 
 from django.urls import path, re_path
 
-from scheduler_admin.queues.api import views
+from scheduler_admin.queues.api import config_views, preview_views, queue_views, revision_views
 
 P = "partitions/<str:partition>"
 
 urlpatterns = [
-    path("partitions/", views.PartitionList.as_view(), name="api-partitions"),
-    path(f"{P}/", views.PartitionDetail.as_view(), name="api-partition"),
-    path(f"{P}/queues/", views.QueueList.as_view(), name="api-queues"),
-    path(f"{P}/queues/<path:path>/", views.QueueDetail.as_view(), name="api-queue"),
-    path(f"{P}/config", views.ConfigView.as_view(), name="api-config"),
-    path(f"{P}/config.yaml", views.ConfigYamlView.as_view(), name="api-config-yaml"),
-    path(f"{P}/config/validate", views.ConfigValidateView.as_view(), name="api-config-validate"),
-    path(f"{P}/revisions/", views.RevisionList.as_view(), name="api-revisions"),
-    path(f"{P}/revisions/<int:number>/", views.RevisionDetail.as_view(), name="api-revision"),
+    path("partitions/", queue_views.PartitionList.as_view(), name="api-partitions"),
+    path(f"{P}/", queue_views.PartitionDetail.as_view(), name="api-partition"),
+    path(f"{P}/queues/", queue_views.QueueList.as_view(), name="api-queues"),
+    path(f"{P}/queues/<path:path>/", queue_views.QueueDetail.as_view(), name="api-queue"),
+    path(f"{P}/config", config_views.ConfigView.as_view(), name="api-config"),
+    path(f"{P}/config.yaml", config_views.ConfigYamlView.as_view(), name="api-config-yaml"),
+    path(
+        f"{P}/config/validate",
+        config_views.ConfigValidateView.as_view(),
+        name="api-config-validate",
+    ),
+    path(f"{P}/revisions/", revision_views.RevisionList.as_view(), name="api-revisions"),
+    path(
+        f"{P}/revisions/<int:number>/", revision_views.RevisionDetail.as_view(), name="api-revision"
+    ),
     path(
         f"{P}/revisions/<int:number>/revert",
-        views.RevisionRevert.as_view(),
+        revision_views.RevisionRevert.as_view(),
         name="api-revision-revert",
     ),
     re_path(
         r"^partitions/(?P<partition>[^/]+)/simulate(?:/)?$",
-        views.SimulateView.as_view(),
+        preview_views.SimulateView.as_view(),
         name="api-simulate",
     ),
 ]

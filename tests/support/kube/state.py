@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
 
 from tests.support.kube import patches
-from tests.support.kube.fixtures import qos_class
+from tests.support.kube.fixtures.pods import qos_class
 from tests.support.kube.resources import (
     CONTINUE_EXPIRED,
     NAMESPACE_MISMATCH,

@@ -1,0 +1,327 @@
+"""Parsing a pushed cluster-state body into plain data: ``parse_cluster_state``.
+
+The body speaks the scenario files' vocabulary (``scheduler_admin.cluster.ingest``). Every
+problem is reported with its path (``allocations[3].resources.memory``) in one
+``IngestErrors``; a clean body comes back as a ``ClusterStateBody``, defaults filled in and
+quantities canonical, ready for ``writing`` (or, for the console's simulator, to apply in memory).
+This module reads the partition's queues and node names; it writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from preemption.model import DEFAULT_CREATED_AT, PreemptionPolicy, QoS
+from scheduler_admin.base.errors import Invalid
+from scheduler_admin.base.limits import (
+    CLUSTER_USER_MAX_LENGTH,
+    INT32_MAX,
+    INT32_MIN,
+    POSITIVE_INT_MAX,
+    QUEUE_PATH_MAX_LENGTH,
+)
+from scheduler_admin.cluster.ingest.checker import Checker, quote
+from scheduler_admin.cluster.models import AllocationState, AskState
+from scheduler_admin.queues.models import Partition
+
+TOP_KEYS = {"nodes", "allocations", "asks", "budgets", "remove", "replace"}
+REMOVE_KEYS = {"nodes", "allocations", "asks", "budgets"}
+
+
+class IngestErrors(Invalid):
+    """The body was refused; ``errors`` maps each field path to its messages."""
+
+    detail = "The cluster state is not valid."
+
+
+@dataclass(frozen=True)
+class ClusterStateBody:
+    """A checked cluster-state body: items with defaults filled in, quantities canonical."""
+
+    nodes: list[dict[str, Any]]
+    allocations: list[dict[str, Any]]
+    asks: list[dict[str, Any]]
+    budgets: list[dict[str, Any]]
+    removed_nodes: set[str]
+    removed_allocations: list[str]
+    removed_asks: list[str]
+    removed_budgets: list[str] = field(default_factory=list)
+    #: The body is the partition's whole state: what it does not list is removed.
+    replace: bool = False
+
+    def is_empty(self) -> bool:
+        """Nothing to upsert or remove, and not a replace push (an empty replace push is a
+        cluster with nothing in it, and empties the partition's state)."""
+        return not self.replace and not any(
+            (self.nodes, self.allocations, self.asks, self.budgets, self.removed_nodes,
+             self.removed_allocations, self.removed_asks, self.removed_budgets)
+        )  # fmt: skip
+
+
+#: Why an empty push is refused: ``{}`` (or lists with nothing in them) is almost always a
+#: client that built its body wrong, and answering 200 told it all was well.
+EMPTY_PUSH = (
+    "the body holds nothing to push: give nodes, allocations, asks or budgets to add or "
+    'change, or remove; a push with "replace": true may list nothing (the partition\'s state '
+    "is then emptied)"
+)
+
+
+def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
+    """Check a cluster-state body against ``partition`` (its leaf queues and nodes) and return
+    it with defaults filled in, or raise ``IngestErrors`` listing every problem by path.
+
+    Shared by ingestion (which then writes it), ``manage.py ingest_state`` and the simulator's
+    state overrides (which apply it in memory only): it does not rely on the API's parser for
+    anything, so whatever reaches it (NUL, lone surrogates, huge integers, any type anywhere)
+    is either refused here or fits its column.
+    """
+    queues = {q.path for q in partition.current_config().queues}
+    checker = Checker(
+        leaves={path for path in queues if not any(p.startswith(path + ".") for p in queues)},
+        nodes=set(partition.nodes.values_list("name", flat=True)),
+    )
+    data = checker.mapping(body, "", TOP_KEYS)
+    replace = checker.boolean(data.get("replace"), "replace", False)
+    nodes = [
+        _node(checker, raw, f"nodes[{i}]")
+        for i, raw in enumerate(checker.items(data.get("nodes"), "nodes"))
+    ]
+    if replace:  # the stored nodes the body does not list are removed by this very push
+        checker.nodes = set()
+    checker.nodes.update(node["name"] for node in nodes)
+    remove = checker.mapping(
+        {} if data.get("remove") is None else data["remove"], "remove", REMOVE_KEYS
+    )
+    removed_nodes = set(_ids(checker, remove.get("nodes"), "remove.nodes"))
+    allocations = [
+        _allocation(checker, raw, f"allocations[{i}]")
+        for i, raw in enumerate(checker.items(data.get("allocations"), "allocations"))
+    ]
+    asks = [
+        _ask(checker, raw, f"asks[{i}]")
+        for i, raw in enumerate(checker.items(data.get("asks"), "asks"))
+    ]
+    budgets = [
+        _budget(checker, raw, f"budgets[{i}]")
+        for i, raw in enumerate(checker.items(data.get("budgets"), "budgets"))
+    ]
+    removed_allocations = _ids(checker, remove.get("allocations"), "remove.allocations")
+    removed_asks = _ids(checker, remove.get("asks"), "remove.asks")
+    removed_budgets = _ids(checker, remove.get("budgets"), "remove.budgets")
+    for label, key, items in (
+        ("nodes", "name", nodes),
+        ("allocations", "id", allocations),
+        ("asks", "id", asks),
+        ("budgets", "name", budgets),
+    ):
+        seen: set[str] = set()
+        for index, item in enumerate(items):
+            item_id = item[key]
+            if item_id and item_id in seen:
+                checker.fail(f"{label}[{index}].{key}", f"duplicate {quote(item_id)} in this body")
+            seen.add(item_id)
+    _check_apps(checker, allocations, asks)
+    if checker.errors:
+        raise IngestErrors(checker.errors)
+    return ClusterStateBody(
+        nodes=nodes,
+        allocations=allocations,
+        asks=asks,
+        budgets=budgets,
+        removed_nodes=removed_nodes,
+        removed_allocations=removed_allocations,
+        removed_asks=removed_asks,
+        removed_budgets=removed_budgets,
+        replace=replace,
+    )
+
+
+def _ids(checker: Checker, value: object, path: str) -> list[str]:
+    return [checker.text(v, f"{path}[{i}]") for i, v in enumerate(checker.items(value, path))]
+
+
+# Item fields: name -> (check, default). A check takes (checker, value, path) and returns the
+# value to keep. Fields in an item's ``always`` set are checked even when absent (required
+# ones say so; resource sets become new empty dicts); the others only when given and not null,
+# so a typical task of six fields costs six checks, not fifteen.
+_Check = Callable[[Checker, Any, str], Any]
+
+
+def _id(checker: Checker, value: object, path: str) -> str:
+    return checker.text(value, path)
+
+
+def _optional_id(checker: Checker, value: object, path: str) -> str:
+    return checker.text(value, path, required=False)
+
+
+def _user(checker: Checker, value: object, path: str) -> str:
+    return checker.text(value, path, required=False, limit=CLUSTER_USER_MAX_LENGTH)
+
+
+def _leaf_queue(checker: Checker, value: object, path: str) -> str:
+    """A leaf queue of the partition, matched case-insensitively as YuniKorn names queues, and
+    returned in the spelling of the config."""
+    queue = checker.text(value, path, limit=QUEUE_PATH_MAX_LENGTH)
+    if queue and queue not in checker.leaves:
+        configured = checker.leaf_spelling.get(queue.lower())
+        if configured is not None:
+            return configured
+        checker.fail(path, f"{quote(queue)} is not a leaf queue of this partition")
+    return queue
+
+
+def _node_ref(checker: Checker, value: object, path: str) -> str:
+    """A node that exists, or that this body creates (required where a field is ``always``)."""
+    name = checker.text(value, path)
+    if name and name not in checker.nodes:
+        checker.fail(path, f"no node {quote(name)}")
+    return name
+
+
+def _optional_node_ref(checker: Checker, value: object, path: str) -> str:
+    return _node_ref(checker, value, path) if value != "" else ""
+
+
+def _resources(checker: Checker, value: object, path: str) -> dict[str, int]:
+    return checker.resources(value, path)
+
+
+def _priority(checker: Checker, value: object, path: str) -> int:
+    return checker.integer(value, path, 0, INT32_MIN, INT32_MAX)
+
+
+def _disruptions(checker: Checker, value: object, path: str) -> int:
+    return checker.integer(value, path, 0, 0, POSITIVE_INT_MAX)
+
+
+def _time(checker: Checker, value: object, path: str) -> datetime:
+    return checker.time(value, path)
+
+
+def _flag(checker: Checker, value: object, path: str) -> bool:
+    return checker.boolean(value, path, False)
+
+
+def _one_of(choices: list[str]) -> _Check:
+    def check(checker: Checker, value: object, path: str) -> str:
+        return checker.choice(value, path, choices, choices[0])
+
+    return check
+
+
+_NODE_FIELDS: dict[str, tuple[_Check, Any]] = {
+    "name": (_id, ""),
+    "capacity": (_resources, None),
+    "schedulable": (_flag, True),
+}
+_ALLOCATION_FIELDS: dict[str, tuple[_Check, Any]] = {
+    "id": (_id, ""),
+    "app": (_optional_id, ""),
+    "user": (_user, ""),
+    "queue": (_leaf_queue, ""),
+    "node": (_node_ref, ""),
+    "resources": (_resources, None),
+    "priority": (_priority, 0),
+    "allow_preemption": (_flag, True),
+    "originator": (_flag, False),
+    "required_node": (_optional_node_ref, ""),
+    "job": (_optional_id, ""),
+    "qos": (_one_of([q.value for q in QoS]), ""),
+    "pdb": (_optional_id, ""),
+    "created_at": (_time, DEFAULT_CREATED_AT),
+    # None: a new allocation starts running, a stored one keeps its state.
+    "state": (_one_of([s.value for s in AllocationState]), None),
+}
+_ASK_FIELDS: dict[str, tuple[_Check, Any]] = {
+    "id": (_id, ""),
+    "app": (_optional_id, ""),
+    "user": (_user, ""),
+    "queue": (_leaf_queue, ""),
+    "resources": (_resources, None),
+    "priority": (_priority, 0),
+    "allow_preemption": (_flag, True),
+    "preemption_policy": (
+        _one_of([p.value for p in PreemptionPolicy]),
+        PreemptionPolicy.PREEMPT_LOWER_PRIORITY.value,
+    ),
+    "required_node": (_optional_node_ref, ""),
+    "job": (_optional_id, ""),
+    "created_at": (_time, DEFAULT_CREATED_AT),
+    "state": (_one_of([s.value for s in AskState]), AskState.PENDING.value),
+    # "": keep the node the product reserved or nominated.
+    "node": (_optional_node_ref, ""),
+}
+_BUDGET_FIELDS: dict[str, tuple[_Check, Any]] = {
+    "name": (_id, ""),
+    "allowed_disruptions": (_disruptions, 0),
+}
+NODE_KEYS = set(_NODE_FIELDS)
+ALLOCATION_KEYS = set(_ALLOCATION_FIELDS)
+ASK_KEYS = set(_ASK_FIELDS)
+BUDGET_KEYS = set(_BUDGET_FIELDS)
+_DEFAULTS = {
+    id(fields): ({name: default for name, (_, default) in fields.items()}, set(fields))
+    for fields in (_NODE_FIELDS, _ALLOCATION_FIELDS, _ASK_FIELDS, _BUDGET_FIELDS)
+}
+
+
+def _item(
+    checker: Checker,
+    raw: object,
+    path: str,
+    fields: dict[str, tuple[_Check, Any]],
+    always: tuple[str, ...],
+) -> dict[str, Any]:
+    """One item of a list: every field of ``fields``, checked or defaulted."""
+    defaults, keys = _DEFAULTS[id(fields)]
+    item = checker.mapping(raw, path, keys)
+    result = dict(defaults)
+    for name in always:
+        result[name] = fields[name][0](checker, item.get(name), f"{path}.{name}")
+    for name, value in item.items():
+        if value is not None and name not in always and name in fields:
+            result[name] = fields[name][0](checker, value, f"{path}.{name}")
+    return result
+
+
+def _node(checker: Checker, raw: object, path: str) -> dict[str, Any]:
+    return _item(checker, raw, path, _NODE_FIELDS, ("name", "capacity"))
+
+
+def _allocation(checker: Checker, raw: object, path: str) -> dict[str, Any]:
+    item = _item(checker, raw, path, _ALLOCATION_FIELDS, ("id", "queue", "node", "resources"))
+    item["app"] = item["app"] or item["id"]
+    return item
+
+
+def _ask(checker: Checker, raw: object, path: str) -> dict[str, Any]:
+    item = _item(checker, raw, path, _ASK_FIELDS, ("id", "queue", "resources"))
+    item["app"] = item["app"] or item["id"]
+    return item
+
+
+def _budget(checker: Checker, raw: object, path: str) -> dict[str, Any]:
+    return _item(checker, raw, path, _BUDGET_FIELDS, ("name",))
+
+
+def _check_apps(
+    checker: Checker, allocations: list[dict[str, Any]], asks: list[dict[str, Any]]
+) -> None:
+    """An application lives in one queue: every item of the body naming it must agree."""
+    queues: dict[str, tuple[str, str]] = {}
+    for label, items in (("allocations", allocations), ("asks", asks)):
+        for index, item in enumerate(items):
+            app, queue = item["app"], item["queue"]
+            if not app or not queue:
+                continue
+            first = queues.setdefault(app, (queue, f"{label}[{index}]"))
+            if first[0] != queue:
+                checker.fail(
+                    f"{label}[{index}].queue",
+                    f"application {quote(app)} is in {first[0]} at {first[1]}; one app, one queue",
+                )

@@ -1,0 +1,175 @@
+"""Bulk reads and upserts of a partition's rows by their cluster key, as few statements as
+the database allows: ``stored_rows`` (the compared columns of the rows a push names) and
+``upsert_rows`` (``INSERT .. ON CONFLICT DO UPDATE``; on PostgreSQL one binary array per
+column through ``unnest``). What to compare and write is ``writing``'s business.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import psycopg
+from django.db import connection, models
+from django.db.models.functions import Cast
+
+from scheduler_admin.queues.models import Partition
+
+#: Rows per INSERT statement: under SQLite's 32,766 bound parameters for the widest table.
+_BATCH_ROWS = 2000
+
+#: Above this many items, reading the partition's whole table beats a huge ``IN`` list.
+_WHOLE_TABLE_FROM = 1000
+
+
+def stored_rows(
+    model: type[models.Model],
+    partition: Partition,
+    key: str,
+    columns: list[str],
+    items: Iterable[Mapping[str, Any]],
+    item_key: str,
+) -> dict[str, tuple[Any, ...]]:
+    """The stored values of ``columns`` (attnames) by ``key``, for the rows the items name.
+
+    A large body reads the partition's rows at once rather than sending tens of thousands of
+    ids back to the database; a small one reads only its own rows. JSON columns are read as
+    text and decoded once per distinct text: thousands of tasks share a few resource sets.
+    """
+    ids = [item[item_key] for item in items]
+    if not ids:
+        return {}
+    rows = model.objects.filter(partition=partition)  # type: ignore[attr-defined]
+    if len(ids) < _WHOLE_TABLE_FROM:
+        rows = rows.filter(**{f"{key}__in": ids})
+    fields = {f.attname: f for f in model._meta.concrete_fields}  # type: ignore[attr-defined]
+    as_text = [i for i, name in enumerate(columns) if isinstance(fields[name], models.JSONField)]
+    rows = rows.annotate(
+        **{f"text_{columns[i]}": Cast(columns[i], models.TextField()) for i in as_text}
+    )
+    names = [f"text_{name}" if i in as_text else name for i, name in enumerate(columns)]
+    decoded: dict[str, Any] = {}
+
+    def decode(text: str) -> Any:
+        if text not in decoded:
+            decoded[text] = json.loads(text)
+        return decoded[text]
+
+    stored = {}
+    for key_value, *values in rows.values_list(key, *names):
+        for i in as_text:
+            values[i] = decode(values[i])
+        stored[key_value] = tuple(values)
+    return stored
+
+
+def upsert_rows(
+    model: type[models.Model],
+    partition: Partition,
+    key: str,
+    columns: list[str],
+    rows: list[tuple[Any, ...]],
+    *,
+    update: Iterable[str] | None = None,
+    update_sql: Mapping[str, str] | None = None,
+) -> None:
+    """``INSERT (partition, key, *columns) .. ON CONFLICT (partition, key) DO UPDATE``.
+
+    ``rows`` are ``(key, *columns)`` tuples of Python values (attnames: ``application_id``). On
+    conflict the ``update`` columns (default: all) take the new values and the ``update_sql``
+    columns an SQL expression (``{table}`` names the stored row, ``excluded`` the new one).
+    Rows are written in key order, so two writers of overlapping rows lock them in the same
+    order.
+
+    On PostgreSQL the rows go as one binary array per column through ``unnest``: a statement
+    per table whatever the number of rows, and no per-value quoting (Django's client-side
+    parameter binding spends about 20 µs a value: 16 s for 50,000 allocations). Elsewhere
+    (SQLite for development) as multi-row ``VALUES`` in batches.
+    """
+    if not rows:
+        return
+    meta = model._meta  # type: ignore[attr-defined]
+    quote = connection.ops.quote_name
+    table = quote(meta.db_table)
+    by_attname = {f.attname: f for f in meta.concrete_fields}
+    fields = [by_attname[name] for name in [key, *columns]]
+    names = ", ".join(quote(n) for n in ["partition_id", *(f.column for f in fields)])
+    sets = [f"{quote(c)} = excluded.{quote(c)}" for c in (columns if update is None else update)]
+    sets += [f"{quote(c)} = {sql.format(table=table)}" for c, sql in (update_sql or {}).items()]
+    conflict = (
+        f"ON CONFLICT ({quote('partition_id')}, {quote(fields[0].column)}) "
+        f"DO UPDATE SET {', '.join(sets)}"
+    )
+    rows = sorted(rows, key=lambda row: row[0])
+    if connection.vendor == "postgresql":
+        _insert_arrays(table, names, conflict, partition.pk, fields, rows)
+    else:
+        _insert_values(table, names, conflict, partition.pk, fields, rows)
+
+
+def _insert_arrays(
+    table: str,
+    names: str,
+    conflict: str,
+    partition_id: int,
+    fields: list[models.Field],
+    rows: list[tuple[Any, ...]],
+) -> None:
+    """PostgreSQL: ``INSERT .. SELECT FROM unnest(%b::type[], ..)``, parameters in binary.
+
+    JSON goes as text (``json.dumps`` with the field's encoder, as the ORM writes it) and is
+    cast per value; a psycopg cursor of its own binds on the server, on Django's connection
+    and so inside its transaction.
+    """
+    quote = connection.ops.quote_name
+    columns = list(zip(*rows, strict=True))
+    arrays, selects, aliases = [], [], []
+    for index, (f, values) in enumerate(zip(fields, columns, strict=True)):
+        alias = quote(f"c{index}")
+        aliases.append(alias)
+        if isinstance(f, models.JSONField):
+            arrays.append(("text", [json.dumps(v, cls=f.encoder) for v in values]))
+            selects.append(f"{alias}::jsonb")
+        else:
+            arrays.append((f.db_type(connection), list(values)))
+            selects.append(alias)
+    unnest = ", ".join(f"%b::{db_type}[]" for db_type, _ in arrays)
+    sql = (
+        f"INSERT INTO {table} ({names}) SELECT %b::bigint, {', '.join(selects)} "  # noqa: S608
+        f"FROM unnest({unnest}) AS s({', '.join(aliases)}) {conflict}"
+    )  # every name comes from the model's metadata, quoted; every value is a parameter
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.execute(sql, [partition_id, *(values for _, values in arrays)])
+
+
+def _insert_values(
+    table: str,
+    names: str,
+    conflict: str,
+    partition_id: int,
+    fields: list[models.Field],
+    rows: list[tuple[Any, ...]],
+) -> None:
+    """Any other database: multi-row ``VALUES`` in batches of ``_BATCH_ROWS``, values adapted
+    by their model field as the ORM would."""
+    adapters: list[Callable[[Any], Any] | None] = [
+        (lambda value, f=f: f.get_db_prep_save(value, connection))
+        if isinstance(f, models.JSONField | models.DateTimeField)
+        else None
+        for f in fields
+    ]
+    one = "(" + ", ".join(["%s"] * (len(fields) + 1)) + ")"
+    head = f"INSERT INTO {table} ({names}) VALUES "  # noqa: S608 - names from the model, quoted
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), _BATCH_ROWS):
+            batch = rows[start : start + _BATCH_ROWS]
+            params: list[Any] = []
+            for row in batch:
+                params.append(partition_id)
+                params.extend(
+                    value if adapt is None else adapt(value)
+                    for value, adapt in zip(row, adapters, strict=True)
+                )
+            cursor.execute(f"{head}{', '.join([one] * len(batch))} {conflict}", params)
