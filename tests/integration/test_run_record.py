@@ -26,9 +26,9 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
 from preemption.model import Reason
+from scheduler_admin.api.enforcement.serializers import ExplanationSerializer
 from scheduler_admin.cluster.models import Allocation
 from scheduler_admin.enforcement import record, runs
-from scheduler_admin.enforcement.api.serializers import ExplanationSerializer
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, RunCandidate
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import Queue

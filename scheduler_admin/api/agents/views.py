@@ -13,9 +13,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from scheduler_admin.accounts import permissions as access
-from scheduler_admin.agents.api import serializers
 from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.agents.services import Heartbeat, config_revision, record_heartbeat
+from scheduler_admin.api.agents import serializers
 from scheduler_admin.api.permissions import OPERATE_CLUSTER
 from scheduler_admin.api.views import LIST_ERRORS, WRITE_ERRORS, PartitionScoped
 from scheduler_admin.base.api.ordering import StableOrderingFilter

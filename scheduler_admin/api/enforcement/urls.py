@@ -8,7 +8,7 @@ the OpenAPI schema shows the SPEC's paths, without the slash.
 
 from django.urls import path, re_path
 
-from scheduler_admin.enforcement.api import views
+from scheduler_admin.api.enforcement import views
 
 P = "partitions/<str:partition>"
 

@@ -4,7 +4,7 @@ the usage of that queue is ``queues/root.a/usage/usage``."""
 
 from django.urls import path
 
-from scheduler_admin.history.api import views
+from scheduler_admin.api.history import views
 
 urlpatterns = [
     path(

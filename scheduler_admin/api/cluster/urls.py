@@ -9,7 +9,7 @@ or ``:`` as they are or percent-encoded (``a%2Fb``): the server decodes the path
 from django.urls import path, re_path, register_converter
 from django.urls.converters import PathConverter
 
-from scheduler_admin.cluster.api import views
+from scheduler_admin.api.cluster import views
 
 
 class ClusterIdConverter(PathConverter):

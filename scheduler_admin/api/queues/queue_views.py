@@ -32,18 +32,10 @@ from scheduler_admin.api.permissions import (
     PREVIEW,
     READ,
 )
-from scheduler_admin.base.api.concurrency import expected_version, with_etag
-from scheduler_admin.base.api.dry_run import DRY_RUN_PARAMETERS, DRY_RUN_RULE, is_dry_run
-from scheduler_admin.base.api.pagination import StandardPagination
-from scheduler_admin.base.api.parsers import FLAT_BODY_PARSERS
-from scheduler_admin.cluster.adapters import usage_of_queues
-from scheduler_admin.cluster.models import Ask, AskState
-from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
-from scheduler_admin.queues import services
-from scheduler_admin.queues.api.params import IF_MATCH
-from scheduler_admin.queues.api.preview_views import dry_run_body
-from scheduler_admin.queues.api.responses import QueueRowSerializer, saved_or_dry_run
-from scheduler_admin.queues.api.serializers import (
+from scheduler_admin.api.queues.params import IF_MATCH
+from scheduler_admin.api.queues.preview_views import dry_run_body
+from scheduler_admin.api.queues.responses import QueueRowSerializer, saved_or_dry_run
+from scheduler_admin.api.queues.serializers import (
     PartitionPatchSerializer,
     PartitionSerializer,
     QueueCreateSerializer,
@@ -52,6 +44,14 @@ from scheduler_admin.queues.api.serializers import (
     QueuePatchBodySerializer,
     QueuePatchSerializer,
 )
+from scheduler_admin.base.api.concurrency import expected_version, with_etag
+from scheduler_admin.base.api.dry_run import DRY_RUN_PARAMETERS, DRY_RUN_RULE, is_dry_run
+from scheduler_admin.base.api.pagination import StandardPagination
+from scheduler_admin.base.api.parsers import FLAT_BODY_PARSERS
+from scheduler_admin.cluster.adapters import usage_of_queues
+from scheduler_admin.cluster.models import Ask, AskState
+from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
+from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_config, current_tree
 

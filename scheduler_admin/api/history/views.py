@@ -22,9 +22,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from preemption.config import text_problem
+from scheduler_admin.api.history.serializers import UsageHistorySerializer
 from scheduler_admin.api.views import LIST_ERRORS
 from scheduler_admin.history import services
-from scheduler_admin.history.api.serializers import UsageHistorySerializer
 from scheduler_admin.history.timeaxis import DEFAULT_RANGE, RANGES, Window
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_tree

@@ -3,7 +3,7 @@ slash, written ``(?:/)?`` so the OpenAPI schema shows the path without it."""
 
 from django.urls import path, re_path
 
-from scheduler_admin.agents.api import views
+from scheduler_admin.api.agents import views
 
 urlpatterns = [
     path(

@@ -31,6 +31,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import BaseSerializer
 
 from scheduler_admin.accounts import permissions as access
+from scheduler_admin.api.enforcement import serializers
 from scheduler_admin.api.permissions import ABORT_RUN, CANCEL_TIMER, OPERATE_CLUSTER
 from scheduler_admin.api.views import (
     LIST_ERRORS,
@@ -48,7 +49,6 @@ from scheduler_admin.base.api.parsers import FLAT_BODY_PARSERS
 from scheduler_admin.base.api.strict import EmptyBodySerializer
 from scheduler_admin.base.limits import BULK_ACK_MAX_ORDERS, BULK_REPORT_MAX_ORDERS
 from scheduler_admin.enforcement import exports, filtersets
-from scheduler_admin.enforcement.api import serializers
 from scheduler_admin.enforcement.evictions import (
     AckResult,
     ClusterReport,

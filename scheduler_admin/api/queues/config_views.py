@@ -23,6 +23,22 @@ from preemption.hierarchy import ConfigErrors, normalized_config, validate_confi
 from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.permissions import ADMINISTER, READ
+from scheduler_admin.api.queues.params import (
+    FLAG_SCHEMA,
+    IF_MATCH,
+    QUEUES_YAML,
+    QUEUES_YAML_PUT,
+    bool_param,
+)
+from scheduler_admin.api.queues.preview_views import dry_run_body
+from scheduler_admin.api.queues.responses import ValidateResultSerializer, saved_or_dry_run
+from scheduler_admin.api.queues.serializers import (
+    ConfigPutBodySerializer,
+    ConfigSerializer,
+    config_or_every_fault,
+    config_to_json,
+    yunikorn_facts,
+)
 from scheduler_admin.base import deadlines, limits
 from scheduler_admin.base.api.concurrency import expected_version, with_etag
 from scheduler_admin.base.api.dry_run import DRY_RUN_PARAMETERS, DRY_RUN_RULE, is_dry_run
@@ -30,22 +46,6 @@ from scheduler_admin.base.api.params import int_param
 from scheduler_admin.base.api.parsers import YAML_BODY_PARSERS, ConfigJSONParser
 from scheduler_admin.cluster.resource_types import resource_type_warnings
 from scheduler_admin.queues import services
-from scheduler_admin.queues.api.params import (
-    FLAG_SCHEMA,
-    IF_MATCH,
-    QUEUES_YAML,
-    QUEUES_YAML_PUT,
-    bool_param,
-)
-from scheduler_admin.queues.api.preview_views import dry_run_body
-from scheduler_admin.queues.api.responses import ValidateResultSerializer, saved_or_dry_run
-from scheduler_admin.queues.api.serializers import (
-    ConfigPutBodySerializer,
-    ConfigSerializer,
-    config_or_every_fault,
-    config_to_json,
-    yunikorn_facts,
-)
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.yaml_io import config_to_publish, parse_queues_yaml, render_queues_yaml
 

@@ -14,6 +14,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from scheduler_admin.accounts import permissions as access
+from scheduler_admin.api.cluster import serializers
 from scheduler_admin.api.permissions import OPERATE_CLUSTER
 from scheduler_admin.api.views import (
     WRITE_ERRORS,
@@ -23,7 +24,6 @@ from scheduler_admin.api.views import (
 )
 from scheduler_admin.base.api.parsers import SafeJSONParser
 from scheduler_admin.cluster import filtersets
-from scheduler_admin.cluster.api import serializers
 from scheduler_admin.cluster.models import Allocation, Application, Ask, DisruptionBudget, Node
 from scheduler_admin.cluster.services import ingest_cluster_state
 

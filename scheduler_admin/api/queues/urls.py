@@ -5,7 +5,7 @@ shows the SPEC's path."""
 
 from django.urls import path, re_path
 
-from scheduler_admin.queues.api import config_views, preview_views, queue_views, revision_views
+from scheduler_admin.api.queues import config_views, preview_views, queue_views, revision_views
 
 P = "partitions/<str:partition>"
 

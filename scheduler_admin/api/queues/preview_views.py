@@ -14,6 +14,8 @@ from preemption.config import PartitionConfig
 from preemption.hierarchy import ConfigErrors, normalized_config, validate_config
 from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.permissions import SIMULATE
+from scheduler_admin.api.queues.responses import PlanSerializer
+from scheduler_admin.api.queues.serializers import SimulateSerializer, yunikorn_facts
 from scheduler_admin.base import deadlines
 from scheduler_admin.cluster.ingest.parsing import IngestErrors, parse_cluster_state
 from scheduler_admin.cluster.resource_types import resource_type_warnings
@@ -25,8 +27,6 @@ from scheduler_admin.enforcement.previews import (
     simulation_options,
 )
 from scheduler_admin.queues import services
-from scheduler_admin.queues.api.responses import PlanSerializer
-from scheduler_admin.queues.api.serializers import SimulateSerializer, yunikorn_facts
 from scheduler_admin.queues.models import Partition
 
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 from drf_spectacular.utils import PolymorphicProxySerializer
 from rest_framework import serializers
 
-from scheduler_admin.base.api.fields import ResourcesField, TargetsField
-from scheduler_admin.enforcement.api.serializers import ExplanationSerializer, NominationsField
-from scheduler_admin.queues.api.serializers import (
+from scheduler_admin.api.enforcement.serializers import ExplanationSerializer, NominationsField
+from scheduler_admin.api.queues.serializers import (
     ConfigSerializer,
     RevisionSerializer,
 )
+from scheduler_admin.base.api.fields import ResourcesField, TargetsField
 
 
 def _resources(help_text: str = "") -> ResourcesField:

@@ -16,20 +16,20 @@ from rest_framework.views import APIView
 from preemption.config import diff_configs
 from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.permissions import ADMINISTER
-from scheduler_admin.base import limits
-from scheduler_admin.base.api.concurrency import expected_version
-from scheduler_admin.base.api.params import int_param
-from scheduler_admin.base.api.parsers import FLAT_BODY_PARSERS
-from scheduler_admin.queues import services
-from scheduler_admin.queues.api.params import IF_MATCH
-from scheduler_admin.queues.api.responses import RevisionDetailSerializer
-from scheduler_admin.queues.api.serializers import (
+from scheduler_admin.api.queues.params import IF_MATCH
+from scheduler_admin.api.queues.responses import RevisionDetailSerializer
+from scheduler_admin.api.queues.serializers import (
     RevertBodySerializer,
     RevertSerializer,
     RevertUnchangedSerializer,
     RevisionSerializer,
     config_to_json,
 )
+from scheduler_admin.base import limits
+from scheduler_admin.base.api.concurrency import expected_version
+from scheduler_admin.base.api.params import int_param
+from scheduler_admin.base.api.parsers import FLAT_BODY_PARSERS
+from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision
 
 
