@@ -45,7 +45,7 @@ $(VENV)/.installed-dev: $(VENV)/.installed $(VENV)/.installed-docs requirements-
 # warnings, and with them strict mode's failure.)
 MKDOCS := NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs
 # (-mindepth 1: the folder docs itself would name the phony target docs.)
-DOCS_SOURCES := mkdocs.yml .env.example $(shell find docs docs-theme -mindepth 1 -not -path 'docs/incoming*' -not -path '*/__pycache__*' 2>/dev/null)
+DOCS_SOURCES := mkdocs.yml .env.example ARCHITECTURE.md $(shell find docs docs-theme -mindepth 1 -not -path 'docs/incoming*' -not -path '*/__pycache__*' 2>/dev/null)
 
 docs: $(VENV)/.installed-docs
 	$(MKDOCS) build --strict
@@ -56,9 +56,11 @@ site/index.html: $(VENV)/.installed-docs $(DOCS_SOURCES)
 run: $(VENV)/.installed site/index.html
 	./scripts/run.sh
 
+# lint-imports: the declared layers and import rules (pyproject.toml, ARCHITECTURE.md).
 lint: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 fmt: $(VENV)/.installed-dev
 	$(VENV)/bin/ruff check --fix .
@@ -75,8 +77,8 @@ bench: $(VENV)/.installed
 	$(PY) -m scheduler_admin.bench
 	$(PY) -m preemption.bench
 	$(PY) -m scheduler_admin.cluster.bench
-	$(PY) -m scheduler_admin.web.dashboard.bench
-	$(PY) -m scheduler_admin.history.bench
+	$(PY) -m scheduler_admin.bench.dashboard
+	$(PY) -m scheduler_admin.bench.history
 
 scenarios: $(VENV)/.installed
 	$(PY) -m preemption.scenario ../shared/scenarios tests/scenarios

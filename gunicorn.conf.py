@@ -3,11 +3,11 @@ itself, so every web process of the project gets it with its unchanged command: 
 (``/app``), ``make run`` and the tests (the checkout). Command-line flags still win.
 
 - ``child_exit``: a gunicorn worker that exits is marked dead for Prometheus's multiprocess
-  files (``scheduler_admin.observability.metrics.mark_dead``).
+  files (``scheduler_admin.base.metrics.mark_dead``).
 - With ``LOG_FORMAT=json``, gunicorn's own lines (its error log and, when on, the access log)
   are JSON objects like the product's (``logger_class``), so the output stays one object per line.
 - ``timeout``: the worker timeout is ``WEB_TIMEOUT`` (default 120 s), parsed as the product's
-  settings parse it (``scheduler_admin.timeouts``): a bad value stops gunicorn naming it. The
+  settings parse it (``scheduler_admin.base.timeouts``): a bad value stops gunicorn naming it. The
   product's own deadline (``REQUEST_DEADLINE``) is below it, so a long request answers (503,
   nothing saved) before the worker would be killed without an answer.
 """
@@ -19,14 +19,14 @@ from typing import Any
 
 from gunicorn.glogging import Logger
 
-from scheduler_admin.env import Env
-from scheduler_admin.timeouts import web_timeout
+from scheduler_admin.base.env import Env
+from scheduler_admin.base.timeouts import web_timeout
 
 timeout = web_timeout(Env())
 
 
 def child_exit(server: Any, worker: Any) -> None:
-    from scheduler_admin.observability.metrics import mark_dead
+    from scheduler_admin.base.metrics import mark_dead
 
     mark_dead(worker.pid)
 
@@ -36,7 +36,7 @@ class JsonLogger(Logger):
 
     def setup(self, cfg: Any) -> None:
         super().setup(cfg)
-        from scheduler_admin.observability.logging import JsonFormatter
+        from scheduler_admin.base.logging import JsonFormatter
 
         formatter = JsonFormatter()
         for log in (self.error_log, self.access_log):

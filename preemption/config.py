@@ -26,7 +26,7 @@ ASK_POLICIES = ("inter_queue", "priority")
 #: The victim strategies of required-node preemption (SPEC 4.3), in the order tried by default.
 VICTIM_STRATEGIES = ("single", "multiple")
 #: Upper bounds of the engine tunables kept as partition settings (mirrored by
-#: ``scheduler_admin.limits``): a ``deviation_percent`` of 1,000 already accepts a victim 11
+#: ``scheduler_admin.base.limits``): a ``deviation_percent`` of 1,000 already accepts a victim 11
 #: times the ask, and ``max_victims`` is a count of tasks on one node, so larger values only
 #: hide a typo.
 MAX_DEVIATION_PERCENT = 1000
@@ -35,7 +35,7 @@ MAX_VICTIMS_LIMIT = 10_000
 #: ``observe`` plans and records runs but evicts nothing.
 ENFORCEMENT_MODES = ("enforce", "observe")
 #: The highest ``max_evictions_per_minute`` (SPEC 5 "Pacing"; 0 means unlimited). Mirrored by
-#: ``scheduler_admin.limits.MAX_EVICTIONS_PER_MINUTE_MAX``.
+#: ``scheduler_admin.base.limits.MAX_EVICTIONS_PER_MINUTE_MAX``.
 MAX_EVICTIONS_PER_MINUTE_LIMIT = 100_000
 PREEMPTION_POLICIES = ("default", "fence", "disabled")
 
@@ -49,7 +49,7 @@ DURATION_PROPERTIES = (PROPERTY_DELAY, PROPERTY_QUOTA_DELAY, PROPERTY_ASK_BACKOF
 #: Version of the snapshot layout, stored in every snapshot so old revisions stay readable.
 SNAPSHOT_FORMAT = 1
 
-# Limits of what a config may hold. They mirror ``scheduler_admin.limits`` (the engine imports
+# Limits of what a config may hold. They mirror ``scheduler_admin.base.limits`` (the engine imports
 # nothing of Django; ``tests/unit/test_config_limits.py`` checks that the two agree), so a config
 # that validates here always fits the columns it is stored in.
 

@@ -33,7 +33,7 @@ __all__ = [
 MAX_DURATION = 2**31 - 1
 """Largest accepted duration in seconds (about 68 years): delays are stored in PostgreSQL
 ``integer`` columns and added to timestamps, so a longer one would overflow the column or the
-date arithmetic. It mirrors ``scheduler_admin.limits.DURATION_MAX_SECONDS``. Go itself allows
+date arithmetic. It mirrors ``scheduler_admin.base.limits.DURATION_MAX_SECONDS``. Go itself allows
 up to about 292 years; a delay that long is refused here (a deliberate difference)."""
 
 NANOSECONDS_PER_SECOND = 10**9

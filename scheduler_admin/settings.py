@@ -8,7 +8,7 @@
 - ``test``: the test suite (see ``scheduler_admin/test_settings.py``).
 
 Every variable is listed in ``.env.example``. Bad values stop start-up with a message naming the
-variable (``scheduler_admin.env.Env``).
+variable (``scheduler_admin.base.env.Env``).
 """
 
 from __future__ import annotations
@@ -21,15 +21,15 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from scheduler_admin.accounts.addresses import parse_trusted_proxies
-from scheduler_admin.csp import DEFAULT_POLICY as DEFAULT_CSP
-from scheduler_admin.env import Env
-from scheduler_admin.timeouts import (
+from scheduler_admin.base.addresses import parse_trusted_proxies
+from scheduler_admin.base.env import Env
+from scheduler_admin.base.timeouts import (
     DEFAULT_WEB_TIMEOUT,
     MIN_WEB_TIMEOUT,
     checked_deadline,
     default_deadline,
 )
+from scheduler_admin.csp import DEFAULT_POLICY as DEFAULT_CSP
 
 env = Env()
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -88,15 +88,17 @@ MIDDLEWARE = [
     "scheduler_admin.csp.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before anything reads the request: size limits and text that cannot be stored.
-    "scheduler_admin.middleware.RequestGuardMiddleware",
+    "scheduler_admin.base.middleware.RequestGuardMiddleware",
     # Each request's deadline (REQUEST_DEADLINE): long requests stop before gunicorn kills them.
-    "scheduler_admin.deadlines.DeadlineMiddleware",
+    "scheduler_admin.base.deadlines.DeadlineMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.auth.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # A domain error a console view lets through: its page (the API maps them in its handler).
+    "scheduler_admin.base.error_pages.DomainErrorPages",
     # A console POST whose address has a parameter its form does not define saves nothing.
     "scheduler_admin.web.query_guard.FormQueryGuardMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
@@ -189,7 +191,7 @@ AXES_COOLOFF_TIME = timedelta(minutes=SIGNIN_LOCKOUT_MINUTES)
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]  # the pair, never a user name alone
 AXES_RESET_ON_SUCCESS = False  # it would reset the address's failures too
 AXES_LOCKOUT_CALLABLE = "scheduler_admin.accounts.signin.lockout_response"
-AXES_CLIENT_IP_CALLABLE = "scheduler_admin.accounts.addresses.client_address"
+AXES_CLIENT_IP_CALLABLE = "scheduler_admin.base.addresses.client_address"
 AXES_USERNAME_CALLABLE = "scheduler_admin.accounts.signin.client_username"
 AXES_DISABLE_ACCESS_LOG = True  # successful sign-ins: Django's last_login, not a growing table
 AXES_ENABLE_ADMIN = False  # the Django admin stays read-only; unlocking is audited elsewhere
@@ -304,16 +306,16 @@ REST_FRAMEWORK = {
     # The role check, then the query string held to the schema's operation (api.query).
     "DEFAULT_PERMISSION_CLASSES": [
         "scheduler_admin.api.permissions.RolePermission",
-        "scheduler_admin.api.query.QueryContract",
+        "scheduler_admin.base.api.query.QueryContract",
     ],
     "DEFAULT_FILTER_BACKENDS": [
         "django_filters.rest_framework.DjangoFilterBackend",
-        "scheduler_admin.api.ordering.StableOrderingFilter",
+        "scheduler_admin.base.api.ordering.StableOrderingFilter",
     ],
-    "DEFAULT_PAGINATION_CLASS": "scheduler_admin.api.pagination.StandardPagination",
-    "DEFAULT_SCHEMA_CLASS": "scheduler_admin.api.schema.AutoSchema",
-    "EXCEPTION_HANDLER": "scheduler_admin.api.errors.exception_handler",
-    "DEFAULT_THROTTLE_CLASSES": ["scheduler_admin.api.throttling.WriteRateThrottle"],
+    "DEFAULT_PAGINATION_CLASS": "scheduler_admin.base.api.pagination.StandardPagination",
+    "DEFAULT_SCHEMA_CLASS": "scheduler_admin.base.api.schema.AutoSchema",
+    "EXCEPTION_HANDLER": "scheduler_admin.base.api.errors.exception_handler",
+    "DEFAULT_THROTTLE_CLASSES": ["scheduler_admin.base.api.throttling.WriteRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {
         "writes": env.str("API_WRITE_RATE", "600/min"),
         # Writes made with an API token (the cluster's agent, automation): a bucket of their
@@ -325,16 +327,16 @@ REST_FRAMEWORK = {
     "URL_FORMAT_OVERRIDE": None,
     # JSON first; DRF's browsable API (in every profile) only for a signed-in browser session.
     "DEFAULT_RENDERER_CLASSES": [
-        "scheduler_admin.api.renderers.SafeJSONRenderer",
+        "scheduler_admin.base.api.renderers.SafeJSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
     ],
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": (
-        "scheduler_admin.api.browsable.SignedInBrowsableNegotiation"
+        "scheduler_admin.base.api.browsable.SignedInBrowsableNegotiation"
     ),
     # JSON only: nested bodies cannot be sent as forms. Views with flat bodies (revert, delete,
     # token) add the form parser. The safe parser refuses deep nesting, NUL and surrogates.
-    "DEFAULT_PARSER_CLASSES": ["scheduler_admin.api.parsers.SafeJSONParser"],
-    "DEFAULT_METADATA_CLASS": "scheduler_admin.api.metadata.SafeMetadata",
+    "DEFAULT_PARSER_CLASSES": ["scheduler_admin.base.api.parsers.SafeJSONParser"],
+    "DEFAULT_METADATA_CLASS": "scheduler_admin.base.api.metadata.SafeMetadata",
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Scheduler Admin API",
@@ -359,9 +361,9 @@ SPECTACULAR_SETTINGS = {
     "COMPONENT_SPLIT_REQUEST": True,
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "scheduler_admin.api.schema.exact_parameters",
-        "scheduler_admin.api.schema.text_without_nul",
-        "scheduler_admin.api.schema.add_error_responses",
+        "scheduler_admin.base.api.schema.exact_parameters",
+        "scheduler_admin.base.api.schema.text_without_nul",
+        "scheduler_admin.base.api.schema.add_error_responses",
     ],
     "ENUM_NAME_OVERRIDES": {
         "AskPolicyEnum": ["inter_queue", "priority"],
@@ -381,7 +383,7 @@ SPECTACULAR_SETTINGS = {
 
 # --- Request limits -----------------------------------------------------------------------------
 # The largest request body, in bytes: enough for a 50,000-allocation cluster-state push
-# (~15 MB). Larger bodies get 413 before they are read (scheduler_admin.middleware).
+# (~15 MB). Larger bodies get 413 before they are read (scheduler_admin.base.middleware).
 REQUEST_MAX_BYTES = env.int("REQUEST_MAX_BYTES", 32 * 1024 * 1024, minimum=64 * 1024)
 # The largest config accepted (queues.yaml on import or over the API, or the JSON config), in
 # bytes (SPEC 6): 413 on the API, a field error in the console and the CLI.
@@ -395,7 +397,7 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = env.int("REQUEST_MAX_FIELDS", 1000, minimum=100)
 # gunicorn's worker timeout (gunicorn.conf.py reads the same variable), and the product's own
 # deadline below it: a long request (a whole config imported, checked or previewed) stops at
 # the deadline with a 503 and nothing saved, rather than being killed without an answer
-# (scheduler_admin.timeouts, scheduler_admin.deadlines).
+# (scheduler_admin.base.timeouts, scheduler_admin.base.deadlines).
 WEB_TIMEOUT = env.int("WEB_TIMEOUT", DEFAULT_WEB_TIMEOUT, minimum=MIN_WEB_TIMEOUT)
 REQUEST_DEADLINE = checked_deadline(
     env.int("REQUEST_DEADLINE", default_deadline(WEB_TIMEOUT), minimum=1), WEB_TIMEOUT
@@ -463,7 +465,7 @@ REDIS_URL = env.raw("REDIS_URL")
 
 # --- API throttle counters (issue 16, part "auth") ---------------------------------------------
 # With REDIS_URL the API throttles count in Redis, shared by every gunicorn worker and replica
-# (scheduler_admin/api/throttling.py); without it (make run) each process counts alone in memory.
+# (base/api/throttling.py); without it (make run) each process counts alone in memory.
 # THROTTLE_KEY_PREFIX keeps their keys apart from anything else in that Redis database.
 THROTTLE_KEY_PREFIX = env.str("THROTTLE_KEY_PREFIX", "scheduler-admin-throttle")
 CACHES = {
@@ -513,7 +515,7 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "filters": {
         # A 403 or 404 is an expected answer: one line, no traceback (web.errors.QuietRefusals).
-        "quiet_refusals": {"()": "scheduler_admin.web.errors.QuietRefusals"},
+        "quiet_refusals": {"()": "scheduler_admin.base.error_pages.QuietRefusals"},
         "periodic_tasks": {"()": "scheduler_admin.logfilters.PeriodicTaskChatter"},
     },
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
@@ -539,8 +541,8 @@ SECURE_REDIRECT_EXEMPT += [r"^readyz$", r"^metrics$"]
 # Logs: plain (one line of text, the default and make run's) or json (one object per line with
 # time, level, logger, message and, when known, request_id, user, partition, run_id, task).
 LOG_FORMAT = env.choice("LOG_FORMAT", "plain", ("plain", "json"))
-LOGGING["formatters"]["json"] = {"()": "scheduler_admin.observability.logging.JsonFormatter"}
-LOGGING["filters"]["context"] = {"()": "scheduler_admin.observability.logging.ContextFilter"}
+LOGGING["formatters"]["json"] = {"()": "scheduler_admin.base.logging.JsonFormatter"}
+LOGGING["filters"]["context"] = {"()": "scheduler_admin.base.logging.ContextFilter"}
 LOGGING["handlers"]["console"].update(formatter=LOG_FORMAT, filters=["context"])
 
 # /metrics: off (404) unless one of these is set. A scraper passes with the bearer token, or

@@ -28,7 +28,7 @@ urlpatterns = [
 if settings.OIDC_ENABLED:
     urlpatterns.append(path("oidc/", include("scheduler_admin.accounts.oidc")))
 
-handler400 = "scheduler_admin.api.errors.api_bad_request"
-handler403 = "scheduler_admin.api.errors.api_forbidden"
-handler404 = "scheduler_admin.api.errors.api_not_found"
-handler500 = "scheduler_admin.api.errors.api_server_error"
+handler400 = "scheduler_admin.base.api.errors.api_bad_request"
+handler403 = "scheduler_admin.base.api.errors.api_forbidden"
+handler404 = "scheduler_admin.base.api.errors.api_not_found"
+handler500 = "scheduler_admin.base.api.errors.api_server_error"

@@ -87,7 +87,7 @@ from typing import Any
 from preemption.placement import Application, Placer, UserGroup
 from scheduler_admin_agent.quantities import QuantityError, parse_quantity, product_resources
 
-#: Longest id the product stores (``scheduler_admin.limits.CLUSTER_ID_MAX_LENGTH``).
+#: Longest id the product stores (``scheduler_admin.base.limits.CLUSTER_ID_MAX_LENGTH``).
 ID_MAX_LENGTH = 253
 UID_SEPARATOR = "@"
 

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from django.db import models
 from django.db.models import Q
 
-from scheduler_admin.limits import USERNAME_MAX_LENGTH
+from scheduler_admin.base.limits import USERNAME_MAX_LENGTH
 from scheduler_admin.queues.models import Partition, Queue
 
 

@@ -27,7 +27,8 @@ from scheduler_admin.accounts.models import GrantRole, GrantSource, QueueGrant
 from scheduler_admin.accounts.roles import ROLES
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
-from scheduler_admin.limits import (
+from scheduler_admin.base.errors import Invalid, NotFound
+from scheduler_admin.base.limits import (
     PARTITION_NAME_MAX_LENGTH,
     QUEUE_PATH_MAX_LENGTH,
     USERNAME_MAX_LENGTH,
@@ -40,15 +41,11 @@ logger = logging.getLogger(__name__)
 GROUP_NAME_MAX_LENGTH = Group._meta.get_field("name").max_length or 150
 
 
-class GrantError(Exception):
+class GrantError(Invalid):
     """A refused change; ``field`` names the input at fault (empty: the change itself)."""
 
-    def __init__(self, message: str, *, field: str = "") -> None:
-        super().__init__(message)
-        self.field = field
 
-
-class GrantNotFound(Exception):
+class GrantNotFound(NotFound):
     """No grant with that id (HTTP 404)."""
 
 

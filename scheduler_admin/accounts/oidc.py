@@ -47,7 +47,7 @@ from scheduler_admin.accounts.oidc_config import grants_for, role_for
 from scheduler_admin.accounts.roles import ROLES, role_of
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import record_event
-from scheduler_admin.limits import USERNAME_MAX_LENGTH
+from scheduler_admin.base.limits import USERNAME_MAX_LENGTH
 
 logger = logging.getLogger(__name__)
 

@@ -28,7 +28,7 @@ the write's transaction (``authorizer``): first the account itself under its row
 user still active, the API token the request came with not revoked, ``recheck_identity``),
 then the partition lock, then the role and the grants. A token revoked, a role lowered, a user
 deactivated or a grant revoked while a write is in flight is therefore seen by that write, or
-waited for: the change takes a lock the write holds (``scheduler_admin.lock_order``, level 1
+waited for: the change takes a lock the write holds (``scheduler_admin.base.lock_order``, level 1
 for the account, level 2 for grants), so once the change has returned, no write of that token
 or user commits.
 """
@@ -38,18 +38,18 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group
-from django.core.exceptions import PermissionDenied
-from django.db.models import CharField, Exists, OuterRef, Q, QuerySet
-from django.db.models.functions import Cast
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 from rest_framework.exceptions import AuthenticationFailed
 
 from scheduler_admin.accounts.roles import ADMIN, OPERATOR, ROLES, VIEWER, role_of
-from scheduler_admin.lock_order import lock_partition, lock_token_shared, lock_user_shared
+from scheduler_admin.base.errors import Forbidden
+from scheduler_admin.base.lock_order import lock_partition, lock_token_shared, lock_user_shared
+from scheduler_admin.queues.authorize import Authorize
 from scheduler_admin.queues.models import Partition
 
 User = AbstractBaseUser | AnonymousUser
@@ -218,7 +218,7 @@ def require(
     """``can``, raising ``PermissionDenied`` with the reason (a 403 in the API and console)."""
     decision = can(user, action, partition, queue_path, **options)
     if not decision:
-        raise PermissionDenied(decision.reason)
+        raise Forbidden(decision.reason)
 
 
 def outside_reason(
@@ -233,19 +233,6 @@ def outside_reason(
         return f"You hold no queue grant{where}: {what} is outside your queues."
     words = _scope_words(mine)
     return f"{words[0].upper()}{words[1:]} only: {what} is outside."
-
-
-#: Where ``tokens.ApiTokenAuthentication`` notes on the request's user which API token it came
-#: with, so the write's own check can find the token again (``recheck_identity``).
-API_TOKEN_ATTRIBUTE = "_api_token_id"  # noqa: S105 - an attribute name, not a secret
-
-
-class Authorize(Protocol):
-    """The in-write authorization a service calls first in its transaction (``authorizer``):
-    ``partition`` None for a partition the write creates; ``exclusive`` is the partition lock
-    the write needs (``lock_order``, level 2)."""
-
-    def __call__(self, partition: Partition | None, /, *, exclusive: bool = True) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -268,7 +255,7 @@ class InWriteAuthorization:
 
 def authorizer(user: User | None, action: str, queue_path: str | None) -> Authorize:
     """The check a service runs first inside its transaction, before any write, in the lock
-    order (``scheduler_admin.lock_order``): the account is checked again under its row locks
+    order (``scheduler_admin.base.lock_order``): the account is checked again under its row locks
     (``recheck_identity``: still active, its API token not revoked), the partition row is
     locked (a grant is given or revoked under that lock, ``accounts.grants``), and the role and
     grants are read as they are now. So a write that began before a revocation either commits
@@ -286,12 +273,13 @@ def recheck_identity(user: User | None) -> None:
     the change and sees it. A token's refusal is the 401 of an unknown token; a session user's
     a 403 (``PermissionDenied``, which the console shows too)."""
     if user is None or not user.is_authenticated:
-        raise PermissionDenied("Sign in first.")
+        raise Forbidden("Sign in first.")
     stored = lock_user_shared(get_user_model()._meta.db_table, user.pk)
+    # Imported here: tokens holds a model, and this module is loaded before the models are.
+    from scheduler_admin.accounts.tokens import API_TOKEN_ATTRIBUTE, ApiToken
+
     token_id = getattr(user, API_TOKEN_ATTRIBUTE, None)
     if token_id is not None:
-        from scheduler_admin.accounts.tokens import ApiToken
-
         token = lock_token_shared(ApiToken._meta.db_table, token_id)
         if token is None:
             raise AuthenticationFailed("Invalid token: it was revoked.")
@@ -303,7 +291,7 @@ def recheck_identity(user: User | None) -> None:
         if stored is None or not stored[0]:
             raise AuthenticationFailed("User inactive or deleted.")
     elif stored is None or not stored[0]:
-        raise PermissionDenied("Your account was deactivated.")
+        raise Forbidden("Your account was deactivated.")
 
 
 # ---- what a user sees -----------------------------------------------------------------------
@@ -378,44 +366,6 @@ def visible_rows(
     return queryset.filter(scope.q(partition_field, path_field))
 
 
-def visible_runs(user: User | None, queryset: QuerySet) -> QuerySet:
-    """Runs the user may read. For a user with grants only: the run's queue is inside their
-    subtrees *and* so is every victim and every candidate it explained: a quota run always
-    qualifies (its victims are in its queue's subtree), an ask's or a job's run that took or
-    weighed a task of another tenant does not, since its page would show that task."""
-    from scheduler_admin.enforcement.models import RunCandidate, RunVictim
-
-    scope = read_scope(user)
-    if scope is None:
-        return queryset
-    partition_field = "run__partition__name"
-    victims_outside = RunVictim.objects.filter(run=OuterRef("pk")).exclude(
-        scope.q(partition_field, "queue_path")
-    )
-    candidates_outside = RunCandidate.objects.filter(run=OuterRef("pk")).exclude(
-        scope.q(partition_field, "queue_path")
-    )
-    return queryset.filter(scope.q("partition__name", "queue_path")).exclude(
-        Exists(victims_outside) | Exists(candidates_outside)
-    )
-
-
-def visible_audit(user: User | None, queryset: QuerySet) -> QuerySet:
-    """Audit events the user may read: for a user with grants only, events about a queue
-    inside their subtrees; an event about a run only when they may read that run (a run's
-    events name its victims). Events about the partition as a whole, users, grants, tokens
-    and agents are for global roles."""
-    from scheduler_admin.enforcement.models import PreemptionRun
-
-    scope = read_scope(user)
-    if scope is None:
-        return queryset
-    runs = visible_runs(user, PreemptionRun.objects.all()).annotate(text_id=Cast("pk", CharField()))
-    return queryset.filter(scope.q("partition_name", "queue_path")).filter(
-        ~Q(object_type="run") | Q(object_id__in=runs.values("text_id"))
-    )
-
-
 # ---- what the user holds --------------------------------------------------------------------
 def grants_of(user: User, *, fresh: bool = False) -> list[Held]:
     """The user's grants, their own and their groups', read once per user object."""
@@ -424,7 +374,7 @@ def grants_of(user: User, *, fresh: bool = False) -> list[Held]:
     cached = getattr(user, "_queue_grants", None)
     if cached is not None and not fresh:
         return cached
-    from scheduler_admin.accounts.models import QueueGrant
+    from scheduler_admin.accounts.grant_models import QueueGrant
 
     rows = (
         QueueGrant.objects.filter(Q(user_id=user.pk) | Q(group__user=user.pk))

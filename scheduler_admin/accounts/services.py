@@ -41,19 +41,16 @@ from scheduler_admin.accounts.roles import ADMIN, ROLES, role_of
 from scheduler_admin.accounts.tokens import ApiToken
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
-from scheduler_admin.limits import USERNAME_MAX_LENGTH
+from scheduler_admin.base.errors import Invalid
+from scheduler_admin.base.limits import USERNAME_MAX_LENGTH
 
 #: Lower number, fewer rights: a change to a lower rank is a downgrade (asks for confirmation).
 RANK = {role: rank for rank, role in enumerate(ROLES)}
 
 
-class AccountError(Exception):
+class AccountError(Invalid):
     """A refused account change. ``field`` names the input at fault (``username``, ``role``,
     ``password``, ``email``), or is empty when the change itself is refused (lock-out rules)."""
-
-    def __init__(self, message: str, *, field: str = "") -> None:
-        super().__init__(message)
-        self.field = field
 
 
 @dataclass(frozen=True)

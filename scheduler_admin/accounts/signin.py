@@ -55,10 +55,10 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
 
-from scheduler_admin.accounts.addresses import valid_address
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
-from scheduler_admin.limits import USERNAME_MAX_LENGTH
+from scheduler_admin.base.addresses import valid_address
+from scheduler_admin.base.limits import USERNAME_MAX_LENGTH
 
 logger = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import models
 
-from scheduler_admin.limits import (
+from scheduler_admin.base.limits import (
     AGENT_CLUSTER_MAX_LENGTH,
     AGENT_NAME_MAX_LENGTH,
     AGENT_VERSION_MAX_LENGTH,

@@ -20,8 +20,8 @@ from django.utils import timezone
 from scheduler_admin.agents.models import COUNT_KEYS, ClusterAgent
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import record_event
-from scheduler_admin.limits import cap_text
-from scheduler_admin.lock_order import lock_partition, retry_on_conflict
+from scheduler_admin.base.limits import cap_text
+from scheduler_admin.base.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.services import newest_revision_number
 
@@ -70,7 +70,7 @@ def record_heartbeat(
     """Store ``beat`` as the state of the partition's agent of that name, creating it on its
     first heartbeat.
 
-    One transaction, its locks in the order of ``scheduler_admin.lock_order``:
+    One transaction, its locks in the order of ``scheduler_admin.base.lock_order``:
 
     0. the caller's in-write authorization (``authorize``: the account checked again, then the
        partition row, shared), or the partition row alone, shared (the agent's row references

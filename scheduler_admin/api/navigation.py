@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 
 from scheduler_admin.accounts.permissions import visible_partitions
 from scheduler_admin.api.permissions import RolePermission
-from scheduler_admin.api.renderers import SafeJSONRenderer
+from scheduler_admin.base.api.renderers import SafeJSONRenderer
 from scheduler_admin.queues.models import Partition
 
 #: Per partition: link name -> URL name (each takes the partition).

@@ -3,18 +3,18 @@ the contract)."""
 
 from django.urls import include, path
 
-from scheduler_admin.accounts.api import ObtainTokenView
-from scheduler_admin.accounts.grants_api import GrantViewSet
+from scheduler_admin.api.grants import GrantViewSet
 from scheduler_admin.api.navigation import ApiRootView
+from scheduler_admin.api.tokens import ObtainTokenView
 
 urlpatterns = [
     path("", ApiRootView.as_view(), name="api-root"),
     path("auth/token/", ObtainTokenView.as_view(), name="api-token"),
-    path("", include("scheduler_admin.queues.api.urls")),
-    path("", include("scheduler_admin.cluster.api.urls")),
-    path("", include("scheduler_admin.enforcement.api.urls")),
-    path("", include("scheduler_admin.agents.api.urls")),
-    path("", include("scheduler_admin.audit.api.urls")),
+    path("", include("scheduler_admin.api.queues.urls")),
+    path("", include("scheduler_admin.api.cluster.urls")),
+    path("", include("scheduler_admin.api.enforcement.urls")),
+    path("", include("scheduler_admin.api.agents.urls")),
+    path("", include("scheduler_admin.api.audit.urls")),
     # Queue grants (issue 16, tenant admins).
     path(
         "grants/",
@@ -27,5 +27,5 @@ urlpatterns = [
         name="api-grant-detail",
     ),
     # Usage history (issue 16, usage history)
-    path("", include("scheduler_admin.history.api.urls")),
+    path("", include("scheduler_admin.api.history.urls")),
 ]

@@ -16,13 +16,13 @@ from rest_framework.request import Request
 from rest_framework.serializers import BaseSerializer
 
 from scheduler_admin.accounts import permissions as access
-from scheduler_admin.api.ordering import StableOrderingFilter
+from scheduler_admin.base.api.ordering import StableOrderingFilter
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.services import get_partition
 
 
 class ErrorSerializer(serializers.Serializer):
-    """The body of every error response (``scheduler_admin.api.errors``)."""
+    """The body of every error response (``scheduler_admin.base.api.errors``)."""
 
     detail = serializers.CharField()
     code = serializers.CharField()

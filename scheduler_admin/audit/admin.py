@@ -2,7 +2,7 @@ from django.contrib import admin
 
 from scheduler_admin.audit.kinds import AuditKind
 from scheduler_admin.audit.models import AuditEvent
-from scheduler_admin.web.admin_mixins import ReadOnlyAdmin
+from scheduler_admin.base.admin_mixins import ReadOnlyAdmin
 
 
 class KindFilter(admin.SimpleListFilter):

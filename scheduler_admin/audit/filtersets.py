@@ -12,8 +12,8 @@ from typing import Any
 import django_filters
 from django.db.models import Q, QuerySet
 
-from scheduler_admin.api.filters import UTCDateTimeFilter
 from scheduler_admin.audit.models import AuditEvent, AuditKind
+from scheduler_admin.base.api.filters import UTCDateTimeFilter
 
 
 class AuditEventFilter(django_filters.FilterSet):

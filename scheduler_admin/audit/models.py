@@ -7,7 +7,7 @@ from django.db import models
 
 from scheduler_admin.audit import kinds
 from scheduler_admin.audit.kinds import AuditKind
-from scheduler_admin.limits import (
+from scheduler_admin.base.limits import (
     AUDIT_OBJECT_ID_MAX_LENGTH,
     PARTITION_NAME_MAX_LENGTH,
     QUEUE_PATH_MAX_LENGTH,
@@ -24,7 +24,7 @@ class AuditEvent(models.Model):
     The actor and the objects are stored as text (``actor_name``, ``partition_name``,
     ``queue_path``) next to the optional user link, so the record still reads correctly after the
     user or queue is deleted (STYLE habit 7). Each column is as long as the value it records can
-    be (``scheduler_admin.limits``): an event about a 253-character allocation id must not fail.
+    be (``base.limits``): an event about a 253-character allocation id must not fail.
     ``data`` holds the event's details (revision number, changed fields, ...) for the JSON
     export. Indexes follow the audit page's filters: newest
     first, by kind, by queue and by actor.

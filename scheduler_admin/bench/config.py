@@ -4,7 +4,7 @@ some 18,000 queues, ``bench.big_config``) imported, previewed and replaced over 
 Each figure is one request through the whole stack (the Django test client, token auth, DRF),
 as ``PUT .../config.yaml`` takes it: read and validate the YAML, then save (a new partition,
 then every leaf changed) or preview. They are what ``WEB_TIMEOUT`` and ``REQUEST_DEADLINE``
-are sized by (``scheduler_admin.timeouts``): the goal is a quarter of the default deadline, so a
+are sized by (``base.timeouts``): the goal is a quarter of the default deadline, so a
 machine four times busier than this one still answers in time. The baseline is reading the
 same YAML alone (``yaml_io.load_yaml_text``), the floor of any of these requests.
 """
@@ -15,10 +15,10 @@ from collections.abc import Iterator
 
 from django.conf import settings
 
+from scheduler_admin.base.timeouts import DEFAULT_WEB_TIMEOUT, default_deadline
 from scheduler_admin.bench.big_config import big_queues_yaml, queue_count
 from scheduler_admin.bench.harness import Row, once, timed
 from scheduler_admin.queues.yaml_io import load_yaml_text
-from scheduler_admin.timeouts import DEFAULT_WEB_TIMEOUT, default_deadline
 
 PARTITION = "big"
 URL = f"/api/v1/partitions/{PARTITION}/config.yaml"

@@ -139,7 +139,7 @@ def _replacements(context) -> Iterator[Row]:
 
 
 def _pages(body: dict[str, Any], generation: str) -> list[bytes]:
-    """The replacement as an agent sends it (``cluster.ingest.pages``): the nodes with the first
+    """The replacement as an agent sends it (``cluster.replacement_pages``): nodes with the first
     ``PAGE`` allocations, then ``PAGE`` allocations a page, each encoded."""
     allocations = body["allocations"]
     starts = range(0, len(allocations), PAGE)

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
+from scheduler_admin.base.admin_mixins import ReadOnlyAdmin
 from scheduler_admin.cluster.models import Allocation, Application, Ask, DisruptionBudget, Node
-from scheduler_admin.web.admin_mixins import ReadOnlyAdmin
 
 
 @admin.register(Node)

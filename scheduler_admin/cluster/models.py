@@ -3,7 +3,7 @@
 Rows are written only by ``scheduler_admin.cluster.services`` (bulk, idempotent ingestion; its
 statements are in ``cluster.ingest.writing``) and by the enforcement services (a victim's state).
 Ids are the cluster's own (``external_id``), unique per partition, so the same body can be sent
-twice without creating anything new. Text columns are as long as ``scheduler_admin.limits``
+twice without creating anything new. Text columns are as long as ``scheduler_admin.base.limits``
 says, the same limits the ingest checker applies.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from scheduler_admin.limits import (
+from scheduler_admin.base.limits import (
     CLUSTER_ID_MAX_LENGTH,
     CLUSTER_USER_MAX_LENGTH,
     QUEUE_PATH_MAX_LENGTH,
@@ -271,7 +271,7 @@ class DisruptionBudget(models.Model):
 
 class ReplacementPage(models.Model):
     """One page of a cluster-state replacement sent in several requests
-    (``cluster.ingest.pages``): kept, unapplied, until the replacement's last page arrives,
+    (``cluster.replacement_pages``): kept, unapplied, until the replacement's last page arrives,
     then applied with the others as one ``replace`` push and deleted. ``items`` is the page's
     ``nodes``, ``allocations``, ``asks`` and ``budgets`` as JSON text (read back once, whole)."""
 

@@ -16,6 +16,7 @@ from django.db import connection, transaction
 
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import record_event
+from scheduler_admin.base.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.cluster.ingest.parsing import EMPTY_PUSH, IngestErrors, parse_cluster_state
 from scheduler_admin.cluster.ingest.writing import (
     IngestResult,
@@ -24,7 +25,6 @@ from scheduler_admin.cluster.ingest.writing import (
     write_state,
 )
 from scheduler_admin.cluster.models import Allocation, Application, Ask, Node
-from scheduler_admin.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.queues.models import Partition
 
 if TYPE_CHECKING:
@@ -44,7 +44,7 @@ def ingest_cluster_state(
 ) -> IngestResult:
     """Apply a cluster-state body to ``partition`` atomically, or raise ``IngestErrors``.
 
-    Steps, in one transaction, its locks in the order of ``scheduler_admin.lock_order``:
+    Steps, in one transaction, its locks in the order of ``scheduler_admin.base.lock_order``:
 
     1. check the whole body (``parse_cluster_state``); nothing is written unless it is valid,
        and a body with nothing to push (``{}``, empty lists) is refused (``EMPTY_PUSH``);

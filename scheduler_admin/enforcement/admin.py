@@ -1,5 +1,6 @@
 from django.contrib import admin
 
+from scheduler_admin.base.admin_mixins import ReadOnlyAdmin
 from scheduler_admin.enforcement.models import (
     EvictionOrder,
     PreemptionRun,
@@ -8,7 +9,6 @@ from scheduler_admin.enforcement.models import (
     RunCandidate,
     RunVictim,
 )
-from scheduler_admin.web.admin_mixins import ReadOnlyAdmin
 
 
 @admin.register(QuotaTimer)

@@ -43,6 +43,10 @@ from django.utils import timezone
 from scheduler_admin.accounts.permissions import Authorize
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.audit.services import actor_name, new_event, record_event, record_events
+from scheduler_admin.base import metrics
+from scheduler_admin.base.errors import NotFound
+from scheduler_admin.base.limits import ACKNOWLEDGED_BY_MAX_LENGTH, cap_text
+from scheduler_admin.base.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.cluster.locking import lock_allocations
 from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.enforcement.models import (
@@ -51,9 +55,6 @@ from scheduler_admin.enforcement.models import (
     EvictionOutcome,
     EvictionStatus,
 )
-from scheduler_admin.limits import ACKNOWLEDGED_BY_MAX_LENGTH, cap_text
-from scheduler_admin.lock_order import lock_partition, retry_on_conflict
-from scheduler_admin.observability import metrics
 from scheduler_admin.queues.models import Partition
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ IDEMPOTENCY_HEADER = "Idempotency-Key"
 MAX_BACKOFF_SECONDS = 300
 
 
-class OrderNotFound(Exception):
+class OrderNotFound(NotFound):
     """No eviction order with that id in the partition (HTTP 404)."""
 
 
@@ -206,7 +207,11 @@ def acknowledge_evictions(
             record_events(
                 [_ack_event(partition, row, outcomes[row[0]], actor, now, via) for row in pending]
             )
-            metrics.evictions_acknowledged(row[0] for row in pending)
+            metrics.evictions_acknowledged(
+                EvictionOrder.objects.filter(
+                    pk__in=[row[0] for row in pending], status=EvictionStatus.ACKNOWLEDGED
+                )
+            )
     return [(order_id, results.get(order_id, AckResult.NOT_FOUND)) for order_id, _ in items]
 
 

@@ -10,7 +10,7 @@ import django_filters
 from django.db.models import QuerySet
 
 from preemption.model import Outcome, PolicyName
-from scheduler_admin.api.filters import RowIdFilter, UTCDateTimeFilter
+from scheduler_admin.base.api.filters import RowIdFilter, UTCDateTimeFilter
 from scheduler_admin.cluster.filtersets import TextFilter, queue_filters
 from scheduler_admin.enforcement.models import (
     EvictionOrder,

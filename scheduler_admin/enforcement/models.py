@@ -16,7 +16,7 @@ from django.db import models
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
 
-from scheduler_admin.limits import (
+from scheduler_admin.base.limits import (
     ACKNOWLEDGED_BY_MAX_LENGTH,
     CLUSTER_ID_MAX_LENGTH,
     QUEUE_PATH_MAX_LENGTH,

@@ -20,6 +20,7 @@ from preemption.explain import CandidateRecord, explain
 from preemption.model import ClusterState, Options, Plan
 from preemption.policies import plan_ask, plan_job, plan_quota, plan_quota_change, with_new_max
 from preemption.timers import QuotaTimer, timers_after_save
+from scheduler_admin.base.errors import Invalid
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state, with_overrides
 from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
 from scheduler_admin.enforcement.candidates import INLINE_EXPLANATIONS, summary
@@ -146,13 +147,12 @@ def simulation_options(
     )
 
 
-class UnknownTarget(ValueError):
+class UnknownTarget(Invalid):
     """The simulated queue, ask or job is not in the (overridden) state; ``field`` names the
     request field to blame."""
 
     def __init__(self, field: str, message: str) -> None:
-        super().__init__(message)
-        self.field = field
+        super().__init__(message, field=field)
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
 from scheduler_admin.enforcement import evictions, runs
-from scheduler_admin.observability.logging import run_context
+from scheduler_admin.enforcement.log_context import run_context
 
 logger = logging.getLogger(__name__)
 

@@ -24,14 +24,15 @@ from preemption.durations import format_duration
 from scheduler_admin.accounts.permissions import Authorize
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.audit.services import actor_name, new_event
+from scheduler_admin.base.errors import NotFound
+from scheduler_admin.base.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.cluster.usage import ENGINE_STATES, leaf_usage, resource_names
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
-from scheduler_admin.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_tree
 
 
-class TimerNotFound(Exception):
+class TimerNotFound(NotFound):
     """No pending timer with that id (HTTP 404)."""
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from scheduler_admin.limits import QUEUE_PATH_MAX_LENGTH, RESOURCE_NAME_MAX_LENGTH
+from scheduler_admin.base.limits import QUEUE_PATH_MAX_LENGTH, RESOURCE_NAME_MAX_LENGTH
 from scheduler_admin.queues.models import Partition
 
 #: The queue path and resource of the coverage rows (how many samples each slot holds).

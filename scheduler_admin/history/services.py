@@ -33,9 +33,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from preemption.config import ROOT, PartitionConfig
-from scheduler_admin.accounts.permissions import visible_runs
 from scheduler_admin.cluster.usage import leaf_usage, resource_names, summary_in_use
 from scheduler_admin.enforcement.models import PreemptionRun
+from scheduler_admin.enforcement.visibility import visible_runs
 from scheduler_admin.history import storage
 from scheduler_admin.history.models import QueueQuota, UsageSampling
 from scheduler_admin.history.quotas import (

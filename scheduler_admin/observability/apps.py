@@ -20,7 +20,7 @@ class ObservabilityConfig(AppConfig):
         from celery import signals
         from django.core.signals import request_finished, request_started
 
-        from scheduler_admin.observability.logging import end_request
+        from scheduler_admin.base.logging import end_request
 
         if settings.LOG_FORMAT == "json":
             # Python's warnings (a library's DeprecationWarning, Celery's SecurityWarning) go
@@ -39,13 +39,13 @@ _TASK_TOKENS: dict[str, Any] = {}
 
 
 def _task_started(task_id: str | None = None, task: Any = None, **_: Any) -> None:
-    from scheduler_admin.observability.logging import open_context
+    from scheduler_admin.base.logging import open_context
 
     _TASK_TOKENS[str(task_id)] = open_context(task=getattr(task, "name", None), task_id=task_id)
 
 
 def _task_ended(task_id: str | None = None, **_: Any) -> None:
-    from scheduler_admin.observability.logging import close_context
+    from scheduler_admin.base.logging import close_context
 
     token = _TASK_TOKENS.pop(str(task_id), None)
     if token is not None:
@@ -63,6 +63,6 @@ def _no_banner_in_json(instance: Any = None, **_: Any) -> None:
 
 
 def _process_exiting(**_: Any) -> None:
-    from scheduler_admin.observability.metrics import mark_dead
+    from scheduler_admin.base.metrics import mark_dead
 
     mark_dead(os.getpid())

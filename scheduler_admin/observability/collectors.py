@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from scheduler_admin.observability import metrics
+from scheduler_admin.base import metrics
 
 #: Every gauge ``DatabaseCollector`` exports, with its labels (docs/reference/metrics.md and
 #: the Grafana dashboard's test list them).

@@ -16,7 +16,7 @@ from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 
-from scheduler_admin.observability.logging import bind, start_request
+from scheduler_admin.base.logging import bind, start_request
 
 HEADER = "X-Request-ID"
 REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
+from scheduler_admin.base.admin_mixins import ReadOnlyAdmin
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
-from scheduler_admin.web.admin_mixins import ReadOnlyAdmin
 
 
 @admin.register(Partition)

@@ -4,7 +4,7 @@ Every use case ends in ``_save_config``, which in one transaction:
 
 0. runs the caller's in-write authorization (``authorize``: the account checked again under
    its row locks, then the partition row locked, then the role and grants as they are now),
-   first, in the order of ``scheduler_admin.lock_order``;
+   first, in the order of ``scheduler_admin.base.lock_order``;
 1. locks the partition row (``select_for_update``; on SQLite the IMMEDIATE transaction already
    holds the single write lock), so two concurrent edits of a partition are serialised;
 2. refuses the change when the caller's ``version`` / ``expected_revision`` is stale;
@@ -44,28 +44,23 @@ from preemption.hierarchy import (
     validate_config,
     with_settings,
 )
-from scheduler_admin import deadlines
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
-from scheduler_admin.enforcement.runs.observing import judge_observed_again
-from scheduler_admin.enforcement.timers import apply_config_change
-from scheduler_admin.lock_order import retry_on_conflict
+from scheduler_admin.base import deadlines, errors
+from scheduler_admin.base.lock_order import retry_on_conflict
+from scheduler_admin.queues.hooks import config_saved
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, RevisionKind
 from scheduler_admin.queues.saved import current_config
 
 if TYPE_CHECKING:
-    from scheduler_admin.accounts.permissions import Authorize
+    from scheduler_admin.queues.authorize import Authorize
 
 
-class StaleVersion(Exception):
+class StaleVersion(errors.Stale):
     """The caller edited an older version than the one saved now (HTTP 409)."""
 
-    def __init__(self, message: str, *, current: int) -> None:
-        super().__init__(message)
-        self.current = current
 
-
-class NotFound(Exception):
+class NotFound(errors.NotFound):
     """A partition, queue or revision that does not exist (HTTP 404)."""
 
 
@@ -472,7 +467,7 @@ def _save_config(
     if errors:
         raise ConfigErrors(errors)
     # The last point to stop at the request's deadline: nothing is written yet, and the
-    # transaction rolls back whatever was read under it (scheduler_admin.deadlines).
+    # transaction rolls back whatever was read under it (scheduler_admin.base.deadlines).
     deadlines.check("validating the config")
     changes = diff_configs(before, config)
     if not created and not changes and before.sibling_order() == config.sibling_order():
@@ -495,10 +490,9 @@ def _save_config(
         reverted_from=reverted_from,
         snapshot=config.to_json(),
     )
-    # Quota timers start, reset or stop with the change, in the same transaction (SPEC 4.1).
-    apply_config_change(partition, before, config, at=now, actor=actor, revision_number=number)
-    # Observe -> enforce: the observed queues and waiting asks are judged again (SPEC 5).
-    judge_observed_again(partition, before, config, at=now, actor=actor, revision_number=number)
+    # Quota timers start, reset or stop with the change, in the same transaction (SPEC 4.1):
+    # enforcement's receiver (``queues.hooks`` says why a hook and not an import).
+    config_saved(partition, before, config, at=now, actor=actor, revision_number=number)
     record_event(
         _KIND_EVENTS[RevisionKind(kind)],
         actor=actor,

@@ -47,14 +47,15 @@ from preemption.yunikorn import (
     load_scheduler_config,
     yunikorn_min_version,
 )
-from scheduler_admin import deadlines, limits
+from scheduler_admin.base import deadlines, limits
+from scheduler_admin.base.errors import TooLarge
 
 #: Longest integer accepted in YAML: Python's own limit for converting text to int.
 INT_MAX_DIGITS = 4300
 _INT_LIMIT = 10**INT_MAX_DIGITS
 
 
-class ConfigTooLarge(ConfigErrors):
+class ConfigTooLarge(ConfigErrors, TooLarge):
     """A config document over ``CONFIG_MAX_BYTES`` (the API answers 413)."""
 
 

@@ -1,7 +1,7 @@
 from django.contrib import admin
 
+from scheduler_admin.base.admin_mixins import ReadOnlyAdmin
 from scheduler_admin.system.models import WorkerHeartbeat
-from scheduler_admin.web.admin_mixins import ReadOnlyAdmin
 
 
 @admin.register(WorkerHeartbeat)

@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from scheduler_admin.limits import WORKER_NAME_MAX_LENGTH
+from scheduler_admin.base.limits import WORKER_NAME_MAX_LENGTH
 
 
 class ProcessKind(models.TextChoices):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.utils import timezone
 
-from scheduler_admin.limits import WORKER_NAME_MAX_LENGTH
+from scheduler_admin.base.limits import WORKER_NAME_MAX_LENGTH
 from scheduler_admin.system.models import ProcessKind, WorkerHeartbeat
 
 

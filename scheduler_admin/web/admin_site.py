@@ -32,7 +32,7 @@ from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 
-from scheduler_admin.web.admin_mixins import ReadOnlyAdmin
+from scheduler_admin.base.admin_mixins import ReadOnlyAdmin
 
 #: The only methods a view of the admin answers (besides signing out).
 READ_METHODS = frozenset({"GET", "HEAD"})

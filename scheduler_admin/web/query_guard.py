@@ -12,7 +12,7 @@ nothing was saved, before the view runs. A view that does read a query parameter
 it with ``takes_query`` (the timer's Cancel page reads ``next``, the page to go back to).
 
 GET requests are not concerned (a page's filters and tabs are its query), nor ``/api/`` (its
-own contract, ``scheduler_admin.api.query``) and ``/admin/``.
+own contract, ``scheduler_admin.base.api.query``) and ``/admin/``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from scheduler_admin.web.errors import _back_url
+from scheduler_admin.base.error_pages import _back_url
 
 _View = TypeVar("_View", bound=Callable[..., Any])
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})

@@ -15,7 +15,7 @@ import time_machine
 
 from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent, AuditKind
-from scheduler_admin.limits import CLUSTER_MESSAGE_MAX_LENGTH
+from scheduler_admin.base.limits import CLUSTER_MESSAGE_MAX_LENGTH
 from scheduler_admin.queues import services as config_services
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
 from tests.api.conftest import assert_error

@@ -15,12 +15,12 @@ import time_machine
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from scheduler_admin.api.throttling import WriteRateThrottle
 from scheduler_admin.audit import services as audit_services
 from scheduler_admin.audit.models import AuditEvent, AuditKind
+from scheduler_admin.base.api.throttling import WriteRateThrottle
+from scheduler_admin.base.limits import BULK_ACK_MAX_ORDERS
 from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.enforcement.models import EvictionOrder
-from scheduler_admin.limits import BULK_ACK_MAX_ORDERS
 from tests.api import test_enforcement_api as enforcement
 from tests.api.conftest import assert_error
 from tests.support.team import START

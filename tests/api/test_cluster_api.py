@@ -207,7 +207,7 @@ def test_text_with_nul_characters_never_reaches_the_database(demo_partition, ope
     body = {"nodes": [{"name": "n\x001"}], "allocations": [alloc("x", "root.prod.web", app="\x00")]}
     assert_error(operator.post(STATE, body, format="json"), 400, "nodes[0].name",
                  "allocations[0].app")  # fmt: skip
-    # the request guard (scheduler_admin.middleware) refuses a NUL anywhere in a request
+    # the request guard (scheduler_admin.base.middleware) refuses a NUL anywhere in a request
     assert_error(viewer.get("/api/v1/partitions/a%00b/nodes/"), 400, "path")
     assert_error(viewer.get(f"{API}/nodes/n%001/"), 400, "path")
     assert_error(viewer.get(f"{API}/allocations/", {"queue": "root\x00"}), 400, "queue")

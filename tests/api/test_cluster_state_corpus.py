@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from scheduler_admin import limits
 from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.base import limits
 from tests.api.conftest import assert_error
 from tests.api.test_cluster_api import STATE, snapshot, state_body
 

@@ -1,5 +1,5 @@
-"""A replacement sent in pages (``cluster.ingest.pages``) over REST, on PostgreSQL: pages before
-the last change nothing (a half-sent replacement is as if never sent), the last page applies
+"""A replacement sent in pages (``cluster.replacement_pages``) over REST, on PostgreSQL: pages
+before the last change nothing (a half-sent replacement is as if never sent), the last page applies
 them all as one replace push, a delta between pages is applied at once and then replaced, a
 new generation drops an abandoned one, and bad pages are 400s naming the field."""
 

@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from rest_framework import serializers
 
-from scheduler_admin.queues.api.serializers import (
+from scheduler_admin.api.queues.serializers import (
     ConfigQueueSerializer,
     ConfigSerializer,
     _plain_queue_item,

@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 import time_machine
 
-from scheduler_admin.api.throttling import WriteRateThrottle
 from scheduler_admin.audit.models import AuditEvent, AuditKind
+from scheduler_admin.base.api.throttling import WriteRateThrottle
+from scheduler_admin.base.limits import BULK_REPORT_MAX_ORDERS, CLUSTER_MESSAGE_MAX_LENGTH
 from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.enforcement.models import EvictionOrder
-from scheduler_admin.limits import BULK_REPORT_MAX_ORDERS, CLUSTER_MESSAGE_MAX_LENGTH
 from tests.api import test_enforcement_api as enforcement
 from tests.api.conftest import assert_error
 from tests.support.team import START

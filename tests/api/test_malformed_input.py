@@ -8,7 +8,7 @@ The inputs are of the kinds that once gave 500s (issue 11): integers outside a c
 durations that overflow, text longer than its column, NUL and lone surrogates anywhere, YAML
 scalars that fail after parsing, deep nesting, Unicode digits in numeric parameters, and bodies
 over the size limits. Each kind is thrown at several endpoints, because the fixes are central
-(``scheduler_admin.api.parsers``, ``scheduler_admin.middleware``, ``yaml_io``, config validation).
+(``base.api.parsers``, ``base.middleware``, ``yaml_io``, config validation).
 """
 
 from __future__ import annotations
@@ -22,10 +22,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from preemption.config import PartitionConfig
-from scheduler_admin import limits
 from scheduler_admin.accounts.tokens import ApiToken
 from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.base import limits
 from scheduler_admin.cluster.models import Allocation, Ask, Node
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
 from scheduler_admin.queues import services
@@ -764,7 +764,7 @@ def test_options_on_every_endpoint_answers_without_a_server_error(ctx):
 
 def test_the_json_renderer_never_fails_on_text_it_cannot_encode():
     """A last line of defence: an unpaired surrogate that reached a response is escaped."""
-    from scheduler_admin.api.renderers import SafeJSONRenderer
+    from scheduler_admin.base.api.renderers import SafeJSONRenderer
 
     body = SafeJSONRenderer().render({"errors": {"a\ud800": ["b\udfff"], "ok": ["café"]}})
     assert json.loads(body) == {"errors": {"a\ud800": ["b\udfff"], "ok": ["café"]}}

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 import pytest
 
-from scheduler_admin import limits
+from scheduler_admin.base import limits
 from tests.api.conftest import assert_error, role_client
 
 pytestmark = pytest.mark.django_db
@@ -73,8 +73,8 @@ def test_the_ordering_filter_itself_refuses_unknown_fields(live):
     from rest_framework.request import Request
     from rest_framework.test import APIRequestFactory
 
-    from scheduler_admin.api.ordering import StableOrderingFilter
-    from scheduler_admin.queues.api.queue_views import PartitionList
+    from scheduler_admin.api.queues.queue_views import PartitionList
+    from scheduler_admin.base.api.ordering import StableOrderingFilter
     from scheduler_admin.queues.models import Partition
 
     request = Request(APIRequestFactory().get("/", {"ordering": "-bogus"}))

@@ -20,12 +20,8 @@ from collections.abc import Iterator
 import pytest
 from rest_framework.test import APIClient
 
-from scheduler_admin.observability.logging import (
-    ContextFilter,
-    JsonFormatter,
-    log_context,
-    run_context,
-)
+from scheduler_admin.base.logging import ContextFilter, JsonFormatter, log_context
+from scheduler_admin.enforcement.log_context import run_context
 from tests.api import test_enforcement_api as enforcement
 from tests.api.conftest import client_for
 from tests.support.processes import PROJECT_DIR

@@ -188,7 +188,7 @@ def test_the_schema_states_the_rule_in_words_on_every_dry_run_operation(live):
 def test_every_operation_of_the_schema_is_in_the_query_contract(live):
     """The server reads its query rules from the schema: every documented operation has them,
     so none escapes the check."""
-    from scheduler_admin.api.query import contract  # new with the strict query string
+    from scheduler_admin.base.api.query import contract  # new with the strict query string
 
     schema = role_client("viewer").get("/api/schema/", HTTP_ACCEPT="application/json").json()
     documented = {

@@ -35,6 +35,7 @@ from scheduler_admin.accounts.permissions import (
 )
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.audit.services import record_event
+from scheduler_admin.enforcement import visibility
 from scheduler_admin.enforcement.models import PreemptionRun, QuotaTimer, RunVictim
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
@@ -290,11 +291,11 @@ def test_a_run_that_took_a_task_of_another_tenant_is_not_shown_to_a_subtree_hold
     own = _run("root.team-a.web", ["root.team-a.batch"], policy="inter_queue")
     across = _run("root.team-a.web", ["root.team-a.batch", "root.team-b.web"], "inter_queue")
     theirs = _run("root.team-b.web", ["root.team-b.web"])
-    seen = set(permissions.visible_runs(holder, PreemptionRun.objects.all()).values_list(
+    seen = set(visibility.visible_runs(holder, PreemptionRun.objects.all()).values_list(
         "pk", flat=True))  # fmt: skip
     assert own.pk in seen and tenants.run_in.pk in seen
     assert across.pk not in seen and theirs.pk not in seen and tenants.run_out.pk not in seen
-    everything = permissions.visible_runs(tenant_user("viewer"), PreemptionRun.objects.all())
+    everything = visibility.visible_runs(tenant_user("viewer"), PreemptionRun.objects.all())
     assert everything.count() == PreemptionRun.objects.count()
 
 
@@ -305,7 +306,7 @@ def test_the_audit_log_of_a_subtree_holder_holds_their_queues_and_readable_runs(
         "run.planned", actor=None, summary="plan naming bw1", partition_name="default",
         queue_path="root.team-a.web", object_type="run", object_id=str(across.pk),
     )  # fmt: skip
-    seen = permissions.visible_audit(holder, AuditEvent.objects.all())
+    seen = visibility.visible_audit(holder, AuditEvent.objects.all())
     assert seen.exists()
     for event in seen:
         assert event.partition_name == "default"

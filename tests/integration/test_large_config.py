@@ -6,7 +6,7 @@ A 4.9 MiB config once outlived gunicorn's default 30 s worker timeout on a busy 
 worker was killed, the client got gunicorn's HTML 500, once after the config had been saved.
 Now the import is fast enough for the timeout sized for it, and a request that runs past the
 product's own deadline (``REQUEST_DEADLINE``, below the worker timeout) answers 503 with the
-API's JSON error body and nothing saved (``scheduler_admin.deadlines``).
+API's JSON error body and nothing saved (``scheduler_admin.base.deadlines``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""``scheduler_admin.lock_order``: a write PostgreSQL ends as a deadlock victim is run again
+"""``scheduler_admin.base.lock_order``: a write PostgreSQL ends as a deadlock victim is run again
 (never an error for the caller), and an error that outlives every attempt is a 503 in the API,
 never a 500.
 
@@ -18,8 +18,8 @@ from django.db import OperationalError, transaction
 from django.db.models import F
 from rest_framework.test import APIRequestFactory
 
-from scheduler_admin.api.errors import exception_handler
-from scheduler_admin.lock_order import is_write_conflict, lock_partition, retry_on_conflict
+from scheduler_admin.base.api.errors import exception_handler
+from scheduler_admin.base.lock_order import is_write_conflict, lock_partition, retry_on_conflict
 from scheduler_admin.queues.models import Partition
 from tests.support.racing import release_together
 
@@ -86,3 +86,10 @@ def test_a_write_that_keeps_meeting_conflicts_gives_up_and_the_api_answers_503()
     assert response.status_code == 503
     assert response["Retry-After"] == "1"
     assert response.data["code"] == "busy"
+
+
+def test_the_lock_order_names_the_partition_models_table() -> None:
+    """The base names the partition table instead of importing the model (it knows no app)."""
+    from scheduler_admin.base.lock_order import PARTITION_TABLE
+
+    assert Partition._meta.db_table == PARTITION_TABLE

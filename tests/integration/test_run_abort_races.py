@@ -12,7 +12,7 @@ and hands it to the worker, then races the request against it. What "no victim a
 answer" means here: the eviction orders of the run counted right after the request answered
 are all the run ever gets, once the worker is done with the task (its ``succeeded`` line).
 
-Before the lock order (``scheduler_admin.lock_order``) an abort locked the partition row, then
+Before the lock order (``scheduler_admin.base.lock_order``) an abort locked the partition row, then
 the run's; the worker's chunk held the run's row and needed the partition row for its eviction
 orders (their foreign key): PostgreSQL killed one of them, the admin got a 500 and the run went
 on evicting every victim left. A raised max was never looked at again: the run evicted them all.

@@ -24,9 +24,9 @@ from django.db.migrations.executor import MigrationExecutor
 from django.test import Client
 
 from preemption.model import Reason
+from scheduler_admin.api.enforcement.serializers import ExplanationSerializer
 from scheduler_admin.cluster.models import Allocation
 from scheduler_admin.enforcement import record, runs
-from scheduler_admin.enforcement.api.serializers import ExplanationSerializer
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, RunCandidate
 from scheduler_admin.web.explanations import OUTCOMES, REASONS, reason_text
 from tests.api.conftest import role_client

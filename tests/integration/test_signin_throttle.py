@@ -40,9 +40,9 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from scheduler_admin.accounts import services
-from scheduler_admin.accounts.addresses import parse_trusted_proxies
-from scheduler_admin.api.throttling import TokenRateThrottle
 from scheduler_admin.audit.models import AuditEvent, AuditKind
+from scheduler_admin.base.addresses import parse_trusted_proxies
+from scheduler_admin.base.api.throttling import TokenRateThrottle
 from tests.e2e.browser import create_user
 from tests.support.compose import COMPOSE_FILE, CONTAINER_BIND, native_command
 from tests.support.console import signed_in_client

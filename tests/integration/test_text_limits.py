@@ -1,6 +1,6 @@
 """Every text the cluster-state API accepts fits where it is stored (issue 11, item 2).
 
-One limit per kind of text (``scheduler_admin.limits``), used by the ingest checker and by every
+One limit per kind of text (``base.limits``), used by the ingest checker and by every
 column the text ends up in: the cluster's own rows, the runs' victims and eviction orders, and
 the audit events about them. The end-to-end test pushes every kind of id at its maximum length
 (in multi-byte characters, so byte lengths are no excuse either), lets a quota run preempt them
@@ -18,9 +18,9 @@ from django.contrib.auth import get_user_model
 from django.db import models
 
 from preemption.model import Outcome, PolicyName, PreemptionPolicy, QoS, Reason
-from scheduler_admin import limits
 from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent, AuditKind
+from scheduler_admin.base import limits
 from scheduler_admin.cluster.models import (
     Allocation,
     AllocationState,

@@ -93,7 +93,7 @@ def test_api_paths_keep_their_json_errors(viewer):
 
 
 def test_the_500_page_is_in_the_layout_and_tells_nothing_of_the_failure(rf):
-    from scheduler_admin.api.errors import api_server_error
+    from scheduler_admin.base.api.errors import api_server_error
 
     page = api_server_error(rf.get("/dashboard/"))
     assert page.status_code == 500
@@ -115,7 +115,7 @@ def test_an_expired_form_is_the_403_page_of_the_layout():
 def test_a_refusal_outside_the_api_views_is_json_on_api_paths_and_the_400_page_is_styled(rf):
     from django.core.exceptions import PermissionDenied, SuspiciousOperation
 
-    from scheduler_admin.api.errors import api_bad_request, api_forbidden
+    from scheduler_admin.base.api.errors import api_bad_request, api_forbidden
 
     refused = api_forbidden(
         rf.get("/api/v1/x/"), PermissionDenied("This action needs the admin role.")

@@ -18,7 +18,7 @@ from django.conf import settings
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from scheduler_admin import limits
+from scheduler_admin.base import limits
 from scheduler_admin.enforcement.models import QuotaTimer
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Queue

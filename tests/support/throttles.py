@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.core.cache import caches
 from django.core.cache.backends.redis import RedisCache
 
-from scheduler_admin.api.throttling import CACHE_ALIAS
+from scheduler_admin.base.api.throttling import CACHE_ALIAS
 
 
 def clear_throttle_counts() -> None:

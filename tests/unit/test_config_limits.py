@@ -1,4 +1,4 @@
-"""The engine's copies of the limits agree with ``scheduler_admin.limits`` (the engine may not
+"""The engine's copies of the limits agree with ``scheduler_admin.base.limits`` (the engine may not
 import Django, so it mirrors them; a config it accepts must fit the columns it is stored in)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from preemption import config as engine_config
 from preemption import durations, hierarchy
 from preemption.hierarchy import validate_config
-from scheduler_admin import limits
+from scheduler_admin.base import limits
 from tests.unit.builders import config, locations, queue
 
 

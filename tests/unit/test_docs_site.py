@@ -21,13 +21,14 @@ from django.core.management import get_commands
 
 from preemption.model import Outcome, Reason
 from scheduler_admin.audit.models import AuditKind
+from scheduler_admin.base import metrics
 from scheduler_admin.enforcement.models import (
     ClusterStatus,
     EvictionOutcome,
     RunStatus,
     TimerStatus,
 )
-from scheduler_admin.observability import collectors, metrics
+from scheduler_admin.observability import collectors
 
 PROJECT_DIR = Path(__file__).resolve().parents[2]
 DOCS = PROJECT_DIR / "docs"
@@ -55,7 +56,7 @@ def build(sources: Path, site: Path) -> subprocess.CompletedProcess[str]:
 
 
 def copy_sources(target: Path) -> Path:
-    for name in ("mkdocs.yml", ".env.example"):
+    for name in ("mkdocs.yml", ".env.example", "ARCHITECTURE.md"):
         shutil.copy(PROJECT_DIR / name, target / name)
     for name in ("docs", "docs-theme"):
         shutil.copytree(PROJECT_DIR / name, target / name)

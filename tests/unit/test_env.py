@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from scheduler_admin.env import Env
+from scheduler_admin.base.env import Env
 
 ROOT = Path(__file__).resolve().parents[2]
 

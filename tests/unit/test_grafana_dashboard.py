@@ -21,7 +21,8 @@ from typing import Any
 import promql_parser
 import pytest
 
-from scheduler_admin.observability import collectors, metrics
+from scheduler_admin.base import metrics
+from scheduler_admin.observability import collectors
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "scheduler-admin.json"
 #: Grafana's variables, replaced by values of the right kind before parsing.

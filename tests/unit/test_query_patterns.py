@@ -11,8 +11,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from scheduler_admin.api.concurrency import IF_MATCH_PATTERN, expected_version, whole_numbers_up_to
-from scheduler_admin.api.filters import ISO_TIME_PATTERN, UTCDateTimeField
+from scheduler_admin.base.api.concurrency import (
+    IF_MATCH_PATTERN,
+    expected_version,
+    whole_numbers_up_to,
+)
+from scheduler_admin.base.api.filters import ISO_TIME_PATTERN, UTCDateTimeField
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))

@@ -1,7 +1,7 @@
 """The web server's worker timeout (``WEB_TIMEOUT``) and the product's deadline below it
 (``REQUEST_DEADLINE``): one variable each, read alike by gunicorn (``gunicorn.conf.py``, so
 compose's web and ``make run`` both get it) and by the settings, bad values stopping start-up
-with the variable named (``scheduler_admin.timeouts``)."""
+with the variable named (``scheduler_admin.base.timeouts``)."""
 
 from __future__ import annotations
 

@@ -14,7 +14,7 @@ and removes what it names.
 Everything is checked first and every problem is reported with its path
 (``allocations[3].resources.memory``); only a clean body is written, in one transaction, with
 upserts keyed by the cluster's ids — so sending the same body twice changes nothing. Every text
-and integer the checker accepts fits its column (``scheduler_admin.limits``).
+and integer the checker accepts fits its column (``scheduler_admin.base.limits``).
 
 Only new and changed rows are written, and a ``state.ingested`` audit event is recorded only
 when something changed, with the counts of what did (``IngestResult.changed``).

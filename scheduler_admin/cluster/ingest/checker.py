@@ -1,7 +1,7 @@
 """Reading typed values out of a pushed cluster-state body, every problem kept with its path.
 
 ``Checker`` is the parser's toolbox (``parsing`` says which field is read how): texts bounded by
-the ``scheduler_admin.limits`` constant of their column and free of NUL and lone surrogates,
+the ``scheduler_admin.base.limits`` constant of their column and free of NUL and lone surrogates,
 integers within their column's range, ISO 8601 times kept in UTC, resource sets parsed once per
 distinct shape. What it accepts always fits its column, so a checked body always writes.
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from preemption import resources as quantities
 from preemption.model import DEFAULT_CREATED_AT
-from scheduler_admin.limits import CLUSTER_ID_MAX_LENGTH, RESOURCE_NAME_MAX_LENGTH
+from scheduler_admin.base.limits import CLUSTER_ID_MAX_LENGTH, RESOURCE_NAME_MAX_LENGTH
 
 #: Longest ISO 8601 time worth parsing (``2026-01-01T12:00:00.123456+05:30`` is 32).
 _TIME_MAX_LENGTH = 64
@@ -64,7 +64,7 @@ def is_plain(value: object, limit: int) -> bool:
 class Checker:
     """Reads typed values out of the body, collecting every error with its path.
 
-    Every text is bounded by the ``scheduler_admin.limits`` constant its column uses and free
+    Every text is bounded by the ``scheduler_admin.base.limits`` constant its column uses and free
     of NUL and lone surrogates; every integer is within its column's range; so a body the
     checker accepts always writes (the columns use the same constants).
     """

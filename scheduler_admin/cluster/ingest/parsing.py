@@ -25,15 +25,16 @@ from preemption.eligibility_fields import (
     tolerations_json,
 )
 from preemption.model import DEFAULT_CREATED_AT, PreemptionPolicy, QoS
-from scheduler_admin.cluster.ingest.checker import Checker, quote
-from scheduler_admin.cluster.models import AllocationState, AskState
-from scheduler_admin.limits import (
+from scheduler_admin.base.errors import Invalid
+from scheduler_admin.base.limits import (
     CLUSTER_USER_MAX_LENGTH,
     INT32_MAX,
     INT32_MIN,
     POSITIVE_INT_MAX,
     QUEUE_PATH_MAX_LENGTH,
 )
+from scheduler_admin.cluster.ingest.checker import Checker, quote
+from scheduler_admin.cluster.models import AllocationState, AskState
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_config
 
@@ -41,12 +42,10 @@ TOP_KEYS = {"nodes", "allocations", "asks", "budgets", "remove", "replace"}
 REMOVE_KEYS = {"nodes", "allocations", "asks", "budgets"}
 
 
-class IngestErrors(ValueError):
+class IngestErrors(Invalid):
     """The body was refused; ``errors`` maps each field path to its messages."""
 
-    def __init__(self, errors: dict[str, list[str]]) -> None:
-        super().__init__("; ".join(f"{path}: {', '.join(msgs)}" for path, msgs in errors.items()))
-        self.errors = errors
+    detail = "The cluster state is not valid."
 
 
 @dataclass(frozen=True)

@@ -50,7 +50,7 @@ Lifecycle of a run:
    already preempted stay preempted (their eviction orders stand), and the dashboard raises an
    alert.
 
-Every transaction of these rooms takes its locks in the order ``scheduler_admin.lock_order``
+Every transaction of these rooms takes its locks in the order ``scheduler_admin.base.lock_order``
 writes down (the partition row before the run's row, the run's row before the queue's fencing
 token), and is run again when PostgreSQL still ends it as a deadlock victim
 (``retry_on_conflict``).

@@ -5,7 +5,7 @@ every waiting ask with its policy and starts a run for each that found victims. 
 on a state it read earlier, and another sweeper (a second beat, or a sweep slower than its
 period) may have started runs since; so the rules that depend on other runs are decided again in
 the database at the moment the run is created, under the partition's run-creation lock
-(``_lock_run_creation``, level 2 of ``scheduler_admin.lock_order``). The partial unique index
+(``_lock_run_creation``, level 2 of ``scheduler_admin.base.lock_order``). The partial unique index
 ``run_one_active_per_queue`` backs the one-run-per-queue rule, and the timer's own
 ``pending -> fired`` update is conditional, so only one sweeper fires it.
 
@@ -28,6 +28,7 @@ from preemption.model import Options, Outcome, Plan
 from preemption.policies import plan_ask
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.audit.services import record_events
+from scheduler_admin.base.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.cluster.adapters import load_cluster_state
 from scheduler_admin.cluster.locking import lock_asks
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
@@ -44,7 +45,6 @@ from scheduler_admin.enforcement.record import Described, store_plan
 from scheduler_admin.enforcement.runs.events import run_event, run_event_row
 from scheduler_admin.enforcement.runs.observing import observes_now
 from scheduler_admin.enforcement.timers import as_engine_timer, load_due_state, timer_event
-from scheduler_admin.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.queues.models import Partition
 
 logger = logging.getLogger(__name__)

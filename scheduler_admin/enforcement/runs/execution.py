@@ -8,7 +8,7 @@ fencing token is raised and copied to the run, with a lease), plans it once if t
 needed (``stopping.no_longer_needed``). An attempt that raises is handed to
 ``failure.attempt_failed``.
 
-Every transaction here takes its locks in the order ``scheduler_admin.lock_order`` writes down
+Every transaction here takes its locks in the order ``scheduler_admin.base.lock_order`` writes down
 and is run again when PostgreSQL still ends it as a deadlock victim (``retry_on_conflict``).
 """
 
@@ -26,6 +26,9 @@ from preemption.model import Plan
 from preemption.policies import plan_quota
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import new_event, record_events
+from scheduler_admin.base import metrics
+from scheduler_admin.base.limits import WORKER_NAME_MAX_LENGTH
+from scheduler_admin.base.lock_order import retry_on_conflict
 from scheduler_admin.cluster.adapters import load_quota_state
 from scheduler_admin.cluster.locking import lock_allocations
 from scheduler_admin.cluster.models import Allocation, AllocationState
@@ -44,9 +47,6 @@ from scheduler_admin.enforcement.runs.failure import attempt_failed, end_failed
 from scheduler_admin.enforcement.runs.fencing import StaleRun, fence, lock_run, raise_token
 from scheduler_admin.enforcement.runs.observing import end_observed
 from scheduler_admin.enforcement.runs.stopping import end_stopped, no_longer_needed
-from scheduler_admin.limits import WORKER_NAME_MAX_LENGTH
-from scheduler_admin.lock_order import retry_on_conflict
-from scheduler_admin.observability import metrics
 from scheduler_admin.queues.saved import current_config
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ forever. An admin can also abort an active run (``abort_run``). Either way the q
 token is raised (``fencing.raise_token``), so a worker still holding the run writes nothing
 more; victims already preempted stay preempted (their eviction orders stand).
 
-Every write here takes its locks in the order ``scheduler_admin.lock_order`` writes down (the
+Every write here takes its locks in the order ``scheduler_admin.base.lock_order`` writes down (the
 partition row, the run's row, the queue's fencing token).
 """
 
@@ -27,23 +27,26 @@ from django.utils import timezone
 from scheduler_admin.accounts.permissions import Authorize
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name
+from scheduler_admin.base import metrics
+from scheduler_admin.base.errors import Conflict, NotFound
+from scheduler_admin.base.lock_order import retry_on_conflict
 from scheduler_admin.enforcement import dispatch
 from scheduler_admin.enforcement.models import ACTIVE_RUN_STATUSES, PreemptionRun, RunStatus
 from scheduler_admin.enforcement.runs.events import run_event
 from scheduler_admin.enforcement.runs.fencing import fence, lock_run, raise_token
-from scheduler_admin.lock_order import retry_on_conflict
-from scheduler_admin.observability import metrics
 from scheduler_admin.queues.models import Partition
 
 logger = logging.getLogger(__name__)
 
 
-class RunNotFound(Exception):
+class RunNotFound(NotFound):
     """No run with that id (HTTP 404)."""
 
 
-class RunNotActive(Exception):
-    """The run already ended, so it cannot be aborted (HTTP 409)."""
+class RunNotActive(Conflict):
+    """The run already ended, so it cannot be aborted (HTTP 409, code ``run_not_active``)."""
+
+    code = "run_not_active"
 
 
 #: Longest error text stored on a run (the full traceback goes to the worker's log).

@@ -6,7 +6,7 @@ failure raises it again. Every write of the run's worker begins with ``fence``, 
 under the run's lock, that the run is still running and the token still the run's: a worker
 that lost its lease, or whose run an admin aborted, writes nothing (``StaleRun``).
 
-The locks are taken in the order ``scheduler_admin.lock_order`` writes down: the partition row
+The locks are taken in the order ``scheduler_admin.base.lock_order`` writes down: the partition row
 (level 2, shared), then the run's row (level 5), then the queue's fencing-token row (level 6).
 """
 
@@ -16,8 +16,8 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
+from scheduler_admin.base.lock_order import lock_partition
 from scheduler_admin.enforcement.models import PreemptionRun, QueueLock, RunStatus
-from scheduler_admin.lock_order import lock_partition
 
 
 class StaleRun(Exception):

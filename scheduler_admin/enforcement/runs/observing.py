@@ -32,13 +32,13 @@ from preemption.config import PartitionConfig
 from preemption.model import PolicyName
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import record_events
+from scheduler_admin.base import metrics
+from scheduler_admin.base.lock_order import retry_on_conflict
 from scheduler_admin.cluster.models import Ask, AskState
 from scheduler_admin.enforcement.models import PreemptionRun, QuotaTimer, RunStatus, TimerStatus
 from scheduler_admin.enforcement.runs.events import run_event
 from scheduler_admin.enforcement.runs.fencing import fence
 from scheduler_admin.enforcement.timers import timer_event
-from scheduler_admin.lock_order import retry_on_conflict
-from scheduler_admin.observability import metrics
 from scheduler_admin.queues.models import EnforcementMode, Partition
 
 #: The ``outcome`` label an observed run is counted under in ``scheduler_admin_runs``.

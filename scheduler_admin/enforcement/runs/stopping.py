@@ -16,11 +16,11 @@ from datetime import datetime
 from preemption import model as engine
 from preemption import timers as engine_timers
 from scheduler_admin.audit.models import AuditKind
+from scheduler_admin.base import metrics
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.cluster.usage import ENGINE_STATES, leaf_usage
 from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
 from scheduler_admin.enforcement.runs.events import run_event
-from scheduler_admin.observability import metrics
 from scheduler_admin.queues.models import EnforcementMode, Partition
 from scheduler_admin.queues.saved import current_tree
 

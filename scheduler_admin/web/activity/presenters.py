@@ -3,7 +3,7 @@
 Views stay thin: they filter, page and render; what a row shows (paging, the order and counts of
 explanations, readable audit details) is decided here, in plain functions that take rows and
 return rows. A run's candidates and per-leaf targets are the same rows the change preview and
-the simulator show (``web.queue_pages.plans``: ``CandidateRow``, ``TargetRow``), so a stored run
+the simulator show (``web.plans``: ``CandidateRow``, ``TargetRow``), so a stored run
 and a previewed plan read alike.
 """
 
@@ -20,8 +20,8 @@ from django.http import HttpRequest, QueryDict
 from django.urls import reverse
 from django_filters import FilterSet
 
-from scheduler_admin.api.params import is_whole_number
 from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.base.api.params import is_whole_number
 from scheduler_admin.enforcement.exports import STORED_AS
 from scheduler_admin.enforcement.models import (
     ClusterStatus,
@@ -29,14 +29,14 @@ from scheduler_admin.enforcement.models import (
     EvictionStatus,
     RunCandidate,
 )
+from scheduler_admin.web import plans
 from scheduler_admin.web.explanations import (
     ALERT_OUTCOMES,
     glossary_url,
     reason_anchor,
     reason_text,
 )
-from scheduler_admin.web.queue_pages import plans
-from scheduler_admin.web.queue_pages.plans import CandidateRow, TargetRow
+from scheduler_admin.web.plans import CandidateRow, TargetRow
 
 #: Rows per page of every list on these pages. A run can explain 100,000 candidates, so the
 #: explanation list is paged too rather than written out whole.

@@ -2,7 +2,7 @@
 of every candidate, and the audit log with its exports.
 
 Everything here reads, except an admin's abort of an active run (``runs.abort_run``). A queue
-grant's holder sees the runs and events of their subtrees (``permissions.visible_runs``,
+grant's holder sees the runs and events of their subtrees (``visibility.visible_runs``,
 ``visible_audit``); a run outside them answers 403 with the reason. The lists
 bind the same FilterSets as the REST API (``RunFilterSet``, ``AuditEventFilter``), so a query
 string means the same on ``/runs/`` and ``/api/v1/runs/``, and the export links can hand the
@@ -26,6 +26,7 @@ from scheduler_admin.accounts import permissions
 from scheduler_admin.accounts.permissions import ABORT_RUN, READ, can
 from scheduler_admin.audit.filtersets import AuditEventFilter
 from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.base.limits import COMMENT_MAX_LENGTH
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.filtersets import RunFilterSet
 from scheduler_admin.enforcement.models import (
@@ -37,7 +38,7 @@ from scheduler_admin.enforcement.models import (
     RunStatus,
 )
 from scheduler_admin.enforcement.runs.pacing import paced_progress
-from scheduler_admin.limits import COMMENT_MAX_LENGTH
+from scheduler_admin.enforcement.visibility import visible_audit, visible_runs
 from scheduler_admin.web.activity import presenters
 from scheduler_admin.web.common import partition_choices, require
 from scheduler_admin.web.explanations import glossary_url, outcome_anchor, outcome_text
@@ -80,7 +81,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
     """Runs newest first, filtered like ``GET /api/v1/runs/``; short / does-not-help runs are
     highlighted because they are the ones somebody has to look at."""
     require(request.user, READ, None, anywhere=True)
-    queryset = permissions.visible_runs(
+    queryset = visible_runs(
         request.user,
         PreemptionRun.objects.select_related("partition")
         .listed()
@@ -115,7 +116,7 @@ def _alert(run: PreemptionRun) -> bool:
 def _visible_run_or_refuse(request: HttpRequest, pk: int) -> PreemptionRun:
     """The run, if the user may read it; else 404 (a global viewer: there is none) or 403 with
     the reason (a queue grant's holder: whether it exists outside their subtrees or not)."""
-    runs_seen = permissions.visible_runs(request.user, PreemptionRun.objects.all())
+    runs_seen = visible_runs(request.user, PreemptionRun.objects.all())
     found = runs_seen.select_related("partition", "timer").filter(pk=pk).first()
     if found is None:
         if permissions.is_scoped(request.user):
@@ -224,9 +225,7 @@ def audit_list(request: HttpRequest) -> HttpResponse:
     """The audit log newest first, filtered like ``GET /api/v1/audit/``, with export links that
     carry the page's filters to the API's CSV, JSON and PDF exports (same FilterSet there)."""
     require(request.user, READ, None, anywhere=True)
-    queryset = permissions.visible_audit(
-        request.user, AuditEvent.objects.order_by("-created_at", "-id")
-    )
+    queryset = visible_audit(request.user, AuditEvent.objects.order_by("-created_at", "-id"))
     filterset = presenters.bind_filters(
         AuditEventFilter, request, queryset, AUDIT_LABELS, PLACEHOLDERS
     )

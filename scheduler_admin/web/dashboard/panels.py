@@ -14,6 +14,7 @@ from django.db.models import Q
 from scheduler_admin.accounts import permissions
 from scheduler_admin.agents.status import agent_statuses
 from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
+from scheduler_admin.enforcement.visibility import visible_runs
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.system.models import WorkerHeartbeat
 from scheduler_admin.web.dashboard.tree import QueueTree
@@ -37,7 +38,7 @@ def panels(tree: QueueTree, user: Any) -> dict[str, Any]:
     their subtrees and no revisions (each is the whole partition's config)."""
     partition, now = tree.partition, tree.now
     over_max, over_max_count = tree.over_max()
-    runs = permissions.visible_runs(user, PreemptionRun.objects.filter(partition=partition))
+    runs = visible_runs(user, PreemptionRun.objects.filter(partition=partition))
     # The snapshot (the whole config, a megabyte at 5,000 queues) is never shown here.
     revisions = (
         ConfigRevision.objects.filter(partition=partition).order_by("-number").defer("snapshot")
@@ -59,7 +60,7 @@ def alerts(partition: Partition, now: datetime, user: Any) -> list[dict[str, obj
     that stopped because it was no longer needed left its queue within max: no alert, whatever
     its plan said."""
     runs = (
-        permissions.visible_runs(user, PreemptionRun.objects.all())
+        visible_runs(user, PreemptionRun.objects.all())
         .filter(
             Q(outcome__in=ALERT_OUTCOMES) | Q(status=RunStatus.FAILED),
             partition=partition,

@@ -36,6 +36,7 @@ from scheduler_admin.enforcement.models import (
     RunStatus,
     TimerStatus,
 )
+from scheduler_admin.enforcement.visibility import visible_runs
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_tree
 from scheduler_admin.web import common
@@ -141,7 +142,7 @@ def queue_runs(
     One query; the runs of that window are few (one active run per queue at most)."""
     runs = PreemptionRun.objects.filter(partition=partition)
     if user is not None:
-        runs = permissions.visible_runs(user, runs)
+        runs = visible_runs(user, runs)
     runs = runs.filter(
         Q(status__in=ACTIVE_RUN_STATUSES)
         | Q(created_at__gte=now - RUN_SHOWN_FOR)

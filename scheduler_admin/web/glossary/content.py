@@ -20,7 +20,7 @@ from scheduler_admin.web.explanations import (
     reason_anchor,
     reason_text,
 )
-from scheduler_admin.web.queue_pages.plans import POLICY_NAMES
+from scheduler_admin.web.plans import POLICY_NAMES
 
 
 @dataclass(frozen=True)

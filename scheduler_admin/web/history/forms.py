@@ -6,7 +6,7 @@ from typing import Any
 
 from django import forms
 
-from scheduler_admin import limits
+from scheduler_admin.base import limits
 from scheduler_admin.queues.models import ConfigRevision, Partition
 
 

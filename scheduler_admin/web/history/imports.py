@@ -26,17 +26,17 @@ from django.views.decorators.http import require_http_methods
 from preemption.config import PartitionConfig
 from preemption.hierarchy import ConfigErrors
 from preemption.yunikorn import yunikorn_min_version
-from scheduler_admin import limits
 from scheduler_admin.accounts.permissions import ADMINISTER, authorizer
-from scheduler_admin.deadlines import RequestTimedOut
+from scheduler_admin.base import limits
+from scheduler_admin.base.deadlines import RequestTimedOut
+from scheduler_admin.cluster.resource_types import import_warnings
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition
-from scheduler_admin.queues.resource_types import import_warnings
 from scheduler_admin.queues.yaml_io import error_lines, parse_queues_yaml
 from scheduler_admin.web.common import require, revision_link
 from scheduler_admin.web.history.changes import Changes, compare
-from scheduler_admin.web.queue_pages.plans import PlanView, plan_view
+from scheduler_admin.web.plans import PlanView, plan_view
 
 
 class ImportForm(forms.Form):

@@ -62,7 +62,8 @@ from scheduler_admin.accounts.permissions import (
     grants_of,
     require,
 )
-from scheduler_admin.api.errors import error_body
+from scheduler_admin.base.api.errors import error_body
+from scheduler_admin.base.error_pages import reason_of
 from scheduler_admin.history.services import last_sample
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_config
@@ -70,7 +71,6 @@ from scheduler_admin.web.common import View, partition_or_404
 from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
 from scheduler_admin.web.dashboard.sparklines import top_level_sparklines
 from scheduler_admin.web.dashboard.tree import QueueTree
-from scheduler_admin.web.errors import reason_of
 from scheduler_admin.web.queue_pages import tables
 from scheduler_admin.web.queue_pages.status import live_state, timer_status, usage_status
 from scheduler_admin.web.queue_pages.usage_history import history_state, usage_history

@@ -10,7 +10,7 @@ from django import forms
 
 from preemption.config import PartitionSettings
 from preemption.durations import DurationError, format_duration, parse_whole_seconds
-from scheduler_admin import limits
+from scheduler_admin.base import limits
 from scheduler_admin.queues.models import AskPolicy, EnforcementMode, Partition
 
 STRATEGY_CHOICES = [

@@ -18,7 +18,7 @@ from django.forms import BaseFormSet, formset_factory
 from preemption import resources
 from preemption.config import QueueConfig
 from preemption.hierarchy import ConfigError
-from scheduler_admin import limits
+from scheduler_admin.base import limits
 from scheduler_admin.web.queue_pages.effective import exact_quantity
 
 PREVIEW = "preview"

@@ -29,16 +29,16 @@ from preemption.config import PartitionConfig, QueueConfig
 from preemption.hierarchy import ConfigError, ConfigErrors, Hierarchy, validate_config
 from scheduler_admin.accounts import permissions
 from scheduler_admin.accounts.permissions import CANCEL_TIMER, EDIT_QUEUE, READ, can
+from scheduler_admin.cluster.resource_types import resource_type_warnings
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
-from scheduler_admin.queues.resource_types import resource_type_warnings
 from scheduler_admin.queues.saved import current_config
 from scheduler_admin.web.common import partition_or_404, queue_url, require, revision_link
+from scheduler_admin.web.plans import plan_view
 from scheduler_admin.web.queue_pages import effective, tables
 from scheduler_admin.web.queue_pages.forms import PREVIEW, SAVE, QueueEdit
 from scheduler_admin.web.queue_pages.history import describe_queue_changes, queue_history
-from scheduler_admin.web.queue_pages.plans import plan_view
 from scheduler_admin.web.queue_pages.status import pending_timer, timer_status, usage_status
 from scheduler_admin.web.queue_pages.usage_history import usage_history
 

@@ -14,8 +14,8 @@ from django import forms
 from django.forms import formset_factory
 
 from preemption.model import Options
-from scheduler_admin import limits
 from scheduler_admin.accounts.permissions import SIMULATE, can
+from scheduler_admin.base import limits
 from scheduler_admin.cluster.models import Ask, AskState
 from scheduler_admin.enforcement.previews import simulation_options
 from scheduler_admin.queues.models import Partition

@@ -20,8 +20,8 @@ from django.views.decorators.http import require_GET
 from scheduler_admin.accounts.permissions import SIMULATE, can
 from scheduler_admin.enforcement.previews import simulation
 from scheduler_admin.web.common import partition_choices, require, selected_partition
+from scheduler_admin.web.plans import plan_view
 from scheduler_admin.web.queue_pages.effective import exact_quantity
-from scheduler_admin.web.queue_pages.plans import plan_view
 from scheduler_admin.web.simulator.forms import MaxFormSet, SimulatorForm
 
 #: Query keys of the form; the page is a fresh form unless ``policy`` is among the parameters.

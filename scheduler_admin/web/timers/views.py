@@ -18,9 +18,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods
 
 from preemption.durations import format_duration
-from scheduler_admin import limits
 from scheduler_admin.accounts import permissions
 from scheduler_admin.accounts.permissions import CANCEL_TIMER
+from scheduler_admin.base import limits
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.enforcement.timers import TimerNotFound, cancel_timer
 from scheduler_admin.web.common import queue_url, require

@@ -11,7 +11,7 @@ from scheduler_admin.accounts.grant_specs import GrantSpec
 from scheduler_admin.accounts.models import GrantRole
 from scheduler_admin.accounts.roles import ROLES
 from scheduler_admin.accounts.tokens import NAME_MAX_LENGTH
-from scheduler_admin.limits import QUEUE_PATH_MAX_LENGTH, USERNAME_MAX_LENGTH
+from scheduler_admin.base.limits import QUEUE_PATH_MAX_LENGTH, USERNAME_MAX_LENGTH
 from scheduler_admin.queues.models import Partition
 
 #: The role select's value for "no global role": the account holds queue grants only.

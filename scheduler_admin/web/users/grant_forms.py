@@ -8,7 +8,7 @@ from django.contrib.auth import get_user_model
 
 from scheduler_admin.accounts.grants import GROUP_NAME_MAX_LENGTH
 from scheduler_admin.accounts.models import GrantRole
-from scheduler_admin.limits import (
+from scheduler_admin.base.limits import (
     PARTITION_NAME_MAX_LENGTH,
     QUEUE_PATH_MAX_LENGTH,
     USERNAME_MAX_LENGTH,
