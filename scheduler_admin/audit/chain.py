@@ -23,12 +23,14 @@ goes on to lock runs, timers and eviction orders: a writer holding those and wai
 chain, and a writer holding the chain and waiting for them, would deadlock (the lock order of
 ``scheduler_admin.lock_order``). So on PostgreSQL a deferred constraint trigger
 (``audit_chain_seal``, migration 0012) seals the transaction's events at commit, the last lock
-the transaction takes: it takes the transaction advisory lock ``CHAIN_LOCK_KEY``, and only then
-reads the heads, numbers the transaction's unsealed events in id order after the global head,
-links them and moves the heads. The race it prevents: two transactions committing at once
-reading the same head and both linking to it (a fork, which ``verify`` would report as an
-inserted event), or one numbering its events before another that commits first. Under the lock
-the next statement sees the previous holder's committed heads (READ COMMITTED takes a new
+the transaction takes (it first applies the usage summaries' pending deltas,
+``cluster_queueusage_flush``, so their row locks always come before the chain's lock, whichever
+at-commit trigger fires first): it takes the transaction advisory lock ``CHAIN_LOCK_KEY``, and
+only then reads the heads, numbers the transaction's unsealed events in id order after the
+global head, links them and moves the heads. The race it prevents: two transactions committing
+at once reading the same head and both linking to it (a fork, which ``verify`` would report as
+an inserted event), or one numbering its events before another that commits first. Under the
+lock the next statement sees the previous holder's committed heads (READ COMMITTED takes a new
 snapshot per statement). A transaction that rolls back leaves no link. Bulk writes
 (``services.record_events``) cost one statement more than before: nothing, at insert; at commit
 one trigger pass links the whole batch.

@@ -29,6 +29,10 @@ BEGIN
     ) THEN
         RETURN NULL;
     END IF;
+    -- The usage summaries' locks first (their own commit trigger then has nothing left to
+    -- apply), so every transaction takes them before the chain's lock: no deadlock between
+    -- the two at-commit triggers, whichever of them fires first.
+    PERFORM cluster_queueusage_flush();
     -- Serialise the sealing: the heads read below are the previous holder's, committed.
     PERFORM pg_advisory_xact_lock({chain.CHAIN_LOCK_KEY});
     SELECT seq, hash, event_id INTO top_seq, top_hash, last_id
@@ -132,6 +136,7 @@ def _hash_field():
 class Migration(migrations.Migration):
     dependencies = [
         ("audit", "0011_kinds_in_code"),
+        ("cluster", "0003_queue_usage_summary"),  # the trigger calls its flush
     ]
 
     operations = [
