@@ -10,6 +10,11 @@ when more events matched; the summary counts always cover every matching event. 
 through ``pdftext`` (fonts for every script, Arabic shaping, right-to-left order), with fonts
 vendored in ``static/fonts/`` (``_register_fonts``), so names print as the CSV has them.
 
+Every export carries the hash chain's head at export time (``chain.head``: the last event's id
+and its hash): in the ``Audit-Chain-Head`` response header (``<event id>:<hash>``) of each, and on
+the PDF's first page. Keeping it lets anyone check later that nothing up to that event changed:
+``verify_audit --head <event id>:<hash>`` or the API's ``audit/verify?head=``.
+
 Nothing here reads the clock: the caller passes ``now`` (STYLE habit 1).
 """
 
@@ -47,7 +52,7 @@ from reportlab.platypus import (
     TableStyle,
 )
 
-from scheduler_admin.audit import pdftext
+from scheduler_admin.audit import chain, pdftext
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 
 #: Rows fetched per database round trip while streaming.
@@ -138,10 +143,12 @@ def csv_lines(queryset: QuerySet[AuditEvent]) -> Iterator[str]:
 
 
 def csv_response(queryset: QuerySet[AuditEvent], *, now: datetime) -> StreamingHttpResponse:
+    chain_head = chain.head()  # before the rows: every event it covers is committed
     response = StreamingHttpResponse(
         _pieces(csv_lines(queryset)), content_type="text/csv; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="{export_filename("csv", now)}"'
+    response[HEAD_HEADER] = chain_head.as_text()
     return response
 
 
@@ -161,10 +168,12 @@ def json_parts(queryset: QuerySet[AuditEvent]) -> Iterator[str]:
 
 
 def json_response(queryset: QuerySet[AuditEvent], *, now: datetime) -> StreamingHttpResponse:
+    chain_head = chain.head()
     response = StreamingHttpResponse(
         _pieces(json_parts(queryset)), content_type="application/json; charset=utf-8"
     )
     response["Content-Disposition"] = f'attachment; filename="{export_filename("json", now)}"'
+    response[HEAD_HEADER] = chain_head.as_text()
     return response
 
 
@@ -183,6 +192,10 @@ _FONT_FILES = {
 _ROWS_PER_TABLE = 40
 #: Longest summary printed in the PDF, so that no row is taller than a page.
 _PDF_SUMMARY_CHARS = 1000
+#: The most old → new lines the PDF prints for one config change (then "and N more").
+_PDF_CHANGES = 12
+#: The response header carrying the chain's head at export time.
+HEAD_HEADER = "Audit-Chain-Head"
 _CONTROL_CHARS = dict.fromkeys([*range(0, 9), 11, 12, *range(14, 32), 127], " ")
 
 _PAGE = landscape(A4)
@@ -310,17 +323,20 @@ def pdf_report(
     *,
     now: datetime,
     max_rows: int | None = None,
+    chain_head: chain.Head | None = None,
 ) -> bytes:
     """Render the report and return the PDF's bytes.
 
     Steps: count the matching events per kind (over all of them); read at most ``max_rows``
     (default ``PDF_MAX_ROWS``) of them, newest first; lay out a first page with the title,
-    generation time, filters, counts and a note saying whether the list is complete; then the
+    generation time, the chain's head (``chain_head``, read now when not given), filters, counts
+    and a note saying whether the list is complete; then the
     event pages, whose column headings are drawn by the page template (so they repeat on every
     page while the rows come in short tables); number every page in the footer.
     """
     _register_fonts()
     max_rows = PDF_MAX_ROWS if max_rows is None else max_rows
+    chain_head = chain.head() if chain_head is None else chain_head
     styles = _Styles()
     counts = list(
         queryset.order_by().values_list("kind").annotate(total=Count("id")).order_by("kind")
@@ -328,7 +344,7 @@ def pdf_report(
     matched = sum(total for _, total in counts)
     rows = list(
         queryset.values_list(
-            "created_at", "kind", "actor_name", "partition_name", "queue_path", "summary"
+            "created_at", "kind", "actor_name", "partition_name", "queue_path", "summary", "data"
         )[:max_rows]
     )
 
@@ -336,6 +352,11 @@ def pdf_report(
         _para(PDF_TITLE, styles.title),
         Spacer(1, 2 * mm),
         _para(f"Generated {now.astimezone(UTC):%Y-%m-%d %H:%M:%S} UTC", styles.body),
+        _para(
+            f"Audit chain head: event {chain_head.event_id or 'none'}, "
+            f"hash {chain_head.hash} ({chain_head.length:,} events chained)",
+            styles.body,
+        ),
         _para("Filters", styles.heading),
     ]
     if filters:
@@ -419,23 +440,71 @@ def _event_tables(rows: list[tuple], styles: _Styles) -> list[Table]:
     tables = []
     for start in range(0, len(rows), _ROWS_PER_TABLE):
         data = []
-        for created_at, kind, actor, partition, queue, summary in rows[
+        for created_at, kind, actor, partition, queue, summary, details in rows[
             start : start + _ROWS_PER_TABLE
         ]:
             where = f"{partition}: {queue}" if partition and queue else partition or queue
             if len(summary) > _PDF_SUMMARY_CHARS:
                 summary = summary[: _PDF_SUMMARY_CHARS - 1] + "…"
-            texts = (f"{created_at.astimezone(UTC):%Y-%m-%d %H:%M:%S}", kind, actor, where, summary)
-            data.append(
-                [
-                    _cell(text, width, styles.cell)
-                    for text, width in zip(texts, _EVENT_COLUMNS, strict=True)
-                ]
-            )
+            texts = (f"{created_at.astimezone(UTC):%Y-%m-%d %H:%M:%S}", kind, actor, where)
+            row = [
+                _cell(text, width, styles.cell)
+                for text, width in zip(texts, _EVENT_COLUMNS[:-1], strict=True)
+            ]
+            lines = change_lines(details)
+            if lines:
+                row.append(_lines_cell([summary, *lines], _EVENT_COLUMNS[-1], styles.cell))
+            else:
+                row.append(_cell(summary, _EVENT_COLUMNS[-1], styles.cell))
+            data.append(row)
         table = Table(data, colWidths=_EVENT_COLUMNS, hAlign="LEFT")
         table.setStyle(styles.grid)
         tables.append(table)
     return tables
+
+
+def change_lines(data: Any) -> list[str]:
+    """What an auditor reads of a config change beside its summary: the comment, then each
+    changed value as ``queue field: old → new`` (at most ``_PDF_CHANGES``, then how many more).
+    Events without them (every other kind) give no lines."""
+    if not isinstance(data, dict):
+        return []
+    lines = []
+    comment = data.get("comment")
+    if isinstance(comment, str) and comment.strip():
+        lines.append(f"Comment: {comment.strip()}")
+    changes = data.get("changes")
+    if isinstance(changes, list):
+        for change in changes[:_PDF_CHANGES]:
+            if isinstance(change, dict):
+                old, new = _shown(change.get("old")), _shown(change.get("new"))
+                lines.append(f"{change.get('queue', '')} {change.get('field', '')}: {old} → {new}")
+        if len(changes) > _PDF_CHANGES:
+            lines.append(f"and {len(changes) - _PDF_CHANGES:,} more changes (see the JSON export)")
+    return lines
+
+
+def _shown(value: Any) -> str:
+    if value is None or value == "":
+        return "(none)"
+    return value if isinstance(value, str) else _json_text(value)
+
+
+def _lines_cell(lines: list[str], width: float, style: ParagraphStyle) -> Table:
+    """Several lines in one cell, each laid out like a summary (scripts, right to left)."""
+    inner = width - 2 * _CELL_PADDING
+    table = Table([[_para(line, style, inner)] for line in lines], colWidths=[inner])
+    table.setStyle(
+        TableStyle(
+            [
+                ("LEFTPADDING", (0, 0), (-1, -1), 0),
+                ("RIGHTPADDING", (0, 0), (-1, -1), 0),
+                ("TOPPADDING", (0, 0), (-1, -1), 0),
+                ("BOTTOMPADDING", (0, 0), (-1, -1), 1),
+            ]
+        )
+    )
+    return table
 
 
 def _cell(text: str, width: float, style: ParagraphStyle) -> str | Paragraph:
@@ -502,6 +571,11 @@ def _document(output: io.BytesIO, now: datetime, styles: _Styles) -> BaseDocTemp
 def pdf_response(
     queryset: QuerySet[AuditEvent], filters: Sequence[tuple[str, str]], *, now: datetime
 ) -> HttpResponse:
-    response = HttpResponse(pdf_report(queryset, filters, now=now), content_type="application/pdf")
+    chain_head = chain.head()
+    response = HttpResponse(
+        pdf_report(queryset, filters, now=now, chain_head=chain_head),
+        content_type="application/pdf",
+    )
     response["Content-Disposition"] = f'attachment; filename="{export_filename("pdf", now)}"'
+    response[HEAD_HEADER] = chain_head.as_text()
     return response

@@ -15,7 +15,10 @@ from scheduler_admin.base.limits import (
 )
 
 # ``AuditKind`` was declared here before it moved to ``kinds``; callers still import it from here.
-__all__ = ["AuditEvent", "AuditKind"]
+__all__ = ["AuditChainHead", "AuditEvent", "AuditKind"]
+
+#: A SHA-256 in hex.
+HASH_LENGTH = 64
 
 
 class AuditEvent(models.Model):
@@ -46,6 +49,16 @@ class AuditEvent(models.Model):
     object_id = models.CharField(max_length=AUDIT_OBJECT_ID_MAX_LENGTH, blank=True)
     summary = models.TextField()
     data = models.JSONField(default=dict, blank=True)
+    # The hash chain (``scheduler_admin.audit.chain``): the content hash is written with the
+    # event, the links at commit.
+    content_hash = models.CharField(max_length=HASH_LENGTH, blank=True, default="", db_default="")
+    chain_seq = models.BigIntegerField(null=True, blank=True, unique=True)
+    prev_hash = models.CharField(max_length=HASH_LENGTH, blank=True, default="", db_default="")
+    hash = models.CharField(max_length=HASH_LENGTH, blank=True, default="", db_default="")
+    partition_prev_hash = models.CharField(
+        max_length=HASH_LENGTH, blank=True, default="", db_default=""
+    )
+    partition_hash = models.CharField(max_length=HASH_LENGTH, blank=True, default="", db_default="")
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -55,6 +68,10 @@ class AuditEvent(models.Model):
                 fields=["partition_name", "queue_path", "-created_at"], name="audit_queue_time"
             ),
             models.Index(fields=["actor_name", "-created_at"], name="audit_actor_time"),
+            # The events the sealing at commit links: only a transaction's own, so few.
+            models.Index(
+                fields=["id"], name="audit_unsealed", condition=models.Q(chain_seq__isnull=True)
+            ),
         ]
 
     def __str__(self) -> str:
@@ -64,3 +81,16 @@ class AuditEvent(models.Model):
     def kind_label(self) -> str:
         """The kind as the console shows it (what ``get_kind_display`` gave with ``choices``)."""
         return kinds.kind_label(self.kind)
+
+
+class AuditChainHead(models.Model):
+    """The last link of one audit chain (``chain.GLOBAL`` or ``partition:<name>``), moved by the
+    sealing at commit (``scheduler_admin.audit.chain``); ``seq`` counts the chain's events."""
+
+    chain = models.CharField(max_length=PARTITION_NAME_MAX_LENGTH + 20, primary_key=True)
+    seq = models.BigIntegerField(default=0)
+    event_id = models.BigIntegerField(null=True, blank=True)
+    hash = models.CharField(max_length=HASH_LENGTH)
+
+    def __str__(self) -> str:
+        return f"{self.chain} #{self.seq} {self.hash[:12]}"

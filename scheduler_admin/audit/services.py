@@ -13,6 +13,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import connection
 from django.utils import timezone
 
+from scheduler_admin.audit import chain
 from scheduler_admin.audit.kinds import AuditKind, checked_kind
 from scheduler_admin.audit.models import AuditEvent
 
@@ -38,13 +39,21 @@ def record_event(
     data: dict[str, Any] | None = None,
     at: datetime | None = None,
 ) -> AuditEvent:
-    """Append one event. ``actor`` None means the system."""
+    """Append one event. ``actor`` None means the system. It joins the hash chain when the
+    transaction commits (``chain``: one insert here, the link at commit)."""
     event = new_event(
         kind, actor=actor, summary=summary, partition_name=partition_name,
         queue_path=queue_path, object_type=object_type, object_id=object_id, data=data, at=at,
     )  # fmt: skip
     event.save(force_insert=True)
+    _seal_without_trigger()
     return event
+
+
+def _seal_without_trigger() -> None:
+    """Where no trigger links events at commit (SQLite), link them now (``chain``)."""
+    if connection.vendor != "postgresql":
+        chain.seal_pending()
 
 
 def new_event(
@@ -64,8 +73,13 @@ def new_event(
     them with one ``record_events``, with the same content as one by one.
 
     ``kind`` must be declared in ``AuditKind`` (``UnknownAuditKind`` otherwise): the column
-    stores any text, so this is where an undeclared kind is caught, before any row is written."""
-    return AuditEvent(
+    stores any text, so this is where an undeclared kind is caught, before any row is written.
+
+    The event's ``content_hash`` (``chain.content_hash``) is computed here, over ``data`` as
+    the database will give it back (JSON types only: a date becomes its text), so a later
+    ``verify`` recomputes the same hash from the stored row."""
+    encoder = AuditEvent._meta.get_field("data").encoder
+    event = AuditEvent(
         created_at=at or timezone.now(),
         kind=checked_kind(kind),
         actor=actor if actor is not None and actor.is_authenticated else None,
@@ -75,8 +89,10 @@ def new_event(
         object_type=object_type,
         object_id=object_id,
         summary=summary,
-        data=data or {},
+        data=json.loads(json.dumps(data or {}, cls=encoder)),
     )
+    event.content_hash = chain.content_hash(vars(event))
+    return event
 
 
 #: Events from which ``record_events`` sends columns as arrays (PostgreSQL).
@@ -85,6 +101,7 @@ _COLUMNS = (
     ("created_at", "timestamptz"), ("kind", "text"), ("actor_id", "bigint"),
     ("actor_name", "text"), ("partition_name", "text"), ("queue_path", "text"),
     ("object_type", "text"), ("object_id", "text"), ("summary", "text"), ("data", "text"),
+    ("content_hash", "text"),
 )  # fmt: skip
 
 
@@ -94,12 +111,16 @@ def record_events(events: Iterable[AuditEvent]) -> None:
 
     On PostgreSQL a large batch goes as one binary array per column through ``unnest`` (a run's
     chunk or a bulk acknowledgement writes thousands: Django's per-value parameter binding
-    would cost more than the insert); elsewhere, and for a few events, ``bulk_create``."""
+    would cost more than the insert); elsewhere, and for a few events, ``bulk_create``. The
+    whole batch joins the hash chain in one pass at commit (``chain``)."""
     events = list(events)
     for event in events:  # built without ``new_event``? Refuse an undeclared kind all the same.
         checked_kind(event.kind)
+        if not event.content_hash:
+            event.content_hash = chain.content_hash(vars(event))
     if connection.vendor != "postgresql" or len(events) < _ARRAYS_FROM:
         AuditEvent.objects.bulk_create(events)
+        _seal_without_trigger()
         return
     encoder = AuditEvent._meta.get_field("data").encoder
     arrays = [

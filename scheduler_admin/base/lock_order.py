@@ -46,6 +46,9 @@ skipping the levels it does not need, never going back to an earlier level:
 9. **Tasks, then asks**, each in id order (``cluster.locking``).
 10. **At commit**, the usage summaries, in key order (a deferred trigger, see
     ``cluster/migrations/0003_queue_usage_summary.py``).
+11. **At commit, last**, the audit chain's head (an advisory transaction lock taken by the
+    deferred ``audit_chain_seal`` trigger, which first applies step 10's pending work so its
+    row locks always come before this one; ``audit/chain.py``).
 
 The reaper only reads (the claim it triggers decides). Every site that takes one of these locks
 says so and names this module.

@@ -32,3 +32,29 @@ class AuditEventSerializer(serializers.ModelSerializer):
             "data",
         ]
         read_only_fields = fields
+
+
+class ChainHeadSerializer(serializers.Serializer):
+    event_id = serializers.IntegerField(allow_null=True, help_text="The last event chained.")
+    hash = serializers.CharField(help_text="Its link: SHA-256, hex.")
+
+
+class ChainBreakSerializer(serializers.Serializer):
+    event_id = serializers.IntegerField(allow_null=True, help_text="Where the chain breaks.")
+    problem = serializers.ChoiceField(
+        choices=["changed", "removed", "inserted", "unsealed", "head"],
+        help_text="changed: the event's content or hash was altered; removed: an event before "
+        "it (or at the end) is missing; inserted: this event is not part of the chain; "
+        "unsealed: an event was written without its link.",
+    )
+    chain = serializers.CharField(help_text="`global`, or `partition:<name>`.")
+    detail = serializers.CharField(help_text="What is wrong, in words.")
+
+
+class ChainVerdictSerializer(serializers.Serializer):
+    """The answer of ``GET /api/v1/audit/verify``."""
+
+    ok = serializers.BooleanField(help_text="Whether every link holds.")
+    checked = serializers.IntegerField(help_text="Events checked.")
+    head = ChainHeadSerializer()
+    first_break = ChainBreakSerializer(allow_null=True)

@@ -7,7 +7,7 @@ arguments become the view's attributes), so the schema and the view agree on wha
 
 from django.urls import path, re_path
 
-from scheduler_admin.api.audit.views import AuditEventViewSet
+from scheduler_admin.api.audit.views import AuditEventViewSet, AuditVerifyView
 
 _BASENAME = "audit"
 
@@ -28,6 +28,7 @@ urlpatterns = [
     path("audit/export.csv", _list_action("export_csv"), name="audit-export-csv"),
     path("audit/export.json", _list_action("export_json"), name="audit-export-json"),
     path("audit/export.pdf", _list_action("export_pdf"), name="audit-export-pdf"),
+    path("audit/verify", AuditVerifyView.as_view(), name="audit-verify"),
     # Like a router's detail route: any segment without "/" or "." is a lookup, so a bad id is
     # the API's JSON 404 rather than the site's 404 page.
     re_path(

@@ -11,14 +11,22 @@ from django.utils import timezone
 from django_filters import utils as filter_utils
 from django_filters.rest_framework import DjangoFilterBackend
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_view
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
 from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from scheduler_admin.api.audit.serializers import AuditEventSerializer
+from scheduler_admin.api.audit.serializers import AuditEventSerializer, ChainVerdictSerializer
 from scheduler_admin.api.views import scoped_object
-from scheduler_admin.audit import exports
+from scheduler_admin.audit import chain, exports
 from scheduler_admin.audit.filtersets import AuditEventFilter
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.base.api.negotiation import SuffixChoosesFormat
@@ -32,7 +40,9 @@ def _export_schema(suffix: str, media_type: str, body: object, what: str):
         summary=f"Export the filtered audit events as {what}",
         description=(
             "Same filters as the audit list, newest first. Sent as an attachment named "
-            "`audit-<UTC timestamp>.<suffix>`."
+            "`audit-<UTC timestamp>.<suffix>`. The `Audit-Chain-Head` response header "
+            "carries the audit chain's head at export time (`<event id>:<hash>`); keep it to "
+            "check later, with `audit/verify?head=`, that nothing up to it changed."
         ),
         filters=True,
         responses={
@@ -98,3 +108,42 @@ class AuditEventViewSet(viewsets.ReadOnlyModelViewSet):
     def export_pdf(self, request: Request) -> HttpResponse:
         filterset = self.validated_filterset()
         return exports.pdf_response(filterset.qs, filterset.describe(), now=timezone.now())
+
+
+class AuditVerifyView(APIView):
+    """Checks the whole audit chain (``chain.verify``). It reads every event of every
+    partition, so it needs a global role (viewer and above, as the audit trail does); a queue
+    grant's holder reads their own subtrees' events only, and is refused."""
+
+    @extend_schema(
+        operation_id="v1_audit_verify",
+        summary="Verify the audit log's hash chain",
+        description="Each audit event carries the hash of its content and of the event before "
+        "it, in one global chain and one chain per partition. This walks both and answers "
+        "`ok`, or the first broken link: the event, and whether an event was changed, removed "
+        "or inserted. `head` (an `Audit-Chain-Head` an earlier export carried, "
+        "`<event id>:<hash>`) also checks that this head is still a link of the chain, so "
+        "nothing up to it changed. A broken chain is still a 200 (the answer says so); a "
+        "malformed `head` is a 400 naming it. Global roles only (viewer and above).",
+        parameters=[
+            OpenApiParameter(
+                "head",
+                OpenApiTypes.STR,
+                description="`<event id>:<64 hex digits>` from an earlier export",
+                allow_blank=False,
+            )
+        ],
+        responses={
+            200: ChainVerdictSerializer,
+            400: OpenApiResponse(description="`head` is not `<event id>:<hash>`."),
+        },
+    )
+    def get(self, request: Request) -> Response:
+        raw = request.query_params.get("head")
+        heads = []
+        if raw is not None:
+            try:
+                heads.append(chain.parse_head(raw))
+            except chain.BadHead as exc:
+                raise ValidationError({"head": [str(exc)]}) from None
+        return Response(chain.verify(expected_heads=heads).as_dict())
