@@ -75,7 +75,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+import pytest_django
 from django.conf import settings
+from django.core.management import call_command
 
 from tests.e2e.browser import (
     CHROMIUM_ARGS,
@@ -185,13 +187,17 @@ def _answers(url: str) -> bool:
 
 @pytest.fixture(scope="package")
 def live_stack(
-    django_db_setup: None, tmp_path_factory: pytest.TempPathFactory
+    django_db_setup: None,
+    django_db_blocker: pytest_django.DjangoDbBlocker,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[LiveStack]:
     """gunicorn + Celery worker + beat on the test database, for every test of ``tests/e2e``.
 
     Package scope: started once (5 to 10 s), and stopped when the last browser test is done, so
     that it is gone before ``django_db_setup`` drops the test database and before transactional
-    tests elsewhere (which pytest-django runs next to these) start their own workers.
+    tests elsewhere (which pytest-django runs next to these) start their own workers. What the
+    processes committed after the last browser test's flush (beat's heartbeat, every 10 s) is
+    emptied once they have stopped: the next test on this xdist worker starts from empty tables.
     """
     if not settings.REDIS_URL:
         pytest.fail("REDIS_URL is not set")
@@ -219,6 +225,8 @@ def live_stack(
             loop.close()
         finally:
             web.stop()
+            with django_db_blocker.unblock():
+                call_command("flush", interactive=False, verbosity=0)
 
 
 # --- Database and rules for every browser test ---------------------------------------------------

@@ -11,6 +11,7 @@ ids; one character more is refused at the edge.
 from __future__ import annotations
 
 from datetime import timedelta
+from hashlib import sha256
 
 import pytest
 import time_machine
@@ -19,6 +20,7 @@ from django.db import models
 
 from preemption.model import Outcome, PolicyName, PreemptionPolicy, QoS, Reason
 from scheduler_admin.agents.models import ClusterAgent
+from scheduler_admin.audit.chain import HASH_LENGTH
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.base import limits
 from scheduler_admin.cluster.models import (
@@ -116,6 +118,11 @@ VOCABULARIES = {
 }
 # Not input: the worker's host name as Celery reports it.
 OTHER = {(PreemptionRun, "worker")}
+# Not input: the audit hash chain's SHA-256 digests, in hex (empty until the row is sealed).
+DIGESTS = {
+    (AuditEvent, name)
+    for name in ("content_hash", "prev_hash", "hash", "partition_prev_hash", "partition_hash")
+}
 MODELS = [
     Node, Application, Allocation, Ask, DisruptionBudget, AuditEvent,
     QuotaTimer, QueueLock, PreemptionRun, RunVictim, RunCandidate, EvictionOrder, ClusterAgent,
@@ -133,7 +140,13 @@ def char_columns() -> set[tuple[type[models.Model], str]]:
 
 def test_every_text_column_is_classified():
     """A new text column must say which limit it shares with the edge (or what it holds)."""
-    assert char_columns() == set(LIMITED) | set(VOCABULARIES) | OTHER
+    assert char_columns() == set(LIMITED) | set(VOCABULARIES) | OTHER | DIGESTS
+
+
+@pytest.mark.parametrize("column", sorted(DIGESTS, key=str), ids=lambda v: str(v))
+def test_each_digest_column_holds_one_hex_sha256(column):
+    model, name = column
+    assert model._meta.get_field(name).max_length == HASH_LENGTH == len(sha256().hexdigest())
 
 
 @pytest.mark.parametrize(("column", "limit"), LIMITED.items(), ids=lambda v: str(v))
