@@ -27,3 +27,12 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]  # fast log
 # One test database per pytest process, so two runs on one machine (a developer's and CI's, or
 # parallel sessions) never drop each other's database. pytest-django removes it at the end.
 DATABASES["default"]["TEST"] = {"NAME": f"test_scheduler_admin_{os.getpid()}"}  # noqa: F405
+
+# The test client builds the middleware chain for every client: WhiteNoise's table of static
+# files is built once per process instead (tests/support/static_files.py says why).
+MIDDLEWARE = [  # noqa: F405
+    "tests.support.static_files.FindersOnceWhiteNoiseMiddleware"
+    if entry == "whitenoise.middleware.WhiteNoiseMiddleware"
+    else entry
+    for entry in MIDDLEWARE  # noqa: F405
+]
