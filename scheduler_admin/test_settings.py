@@ -19,6 +19,13 @@ os.environ["REDIS_URL"] = redis_url_for_this_worker(os.environ["REDIS_URL"])
 # parallel runs on one Redis never count each other's requests; processes a test starts inherit
 # it through the environment and share the counts with it.
 os.environ.setdefault("THROTTLE_KEY_PREFIX", f"test-throttle-{os.getpid()}")
+# Commits of the test databases do not wait for the WAL to reach the disk (PostgreSQL's
+# ``synchronous_commit=off``, set through libpq's PGOPTIONS, so the processes a test starts
+# inherit it). A commit is still atomic and visible to every other session at once; only a crash
+# of PostgreSQL itself, which no test causes, could lose the last ones. On the CI machine's disk
+# a synchronous commit costs about 3 ms, and the servers, workers and transactional tests of
+# the suite commit hundreds of thousands of times.
+os.environ.setdefault("PGOPTIONS", "-c synchronous_commit=off")
 
 from scheduler_admin.settings import *  # noqa: F403
 

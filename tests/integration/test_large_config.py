@@ -174,10 +174,10 @@ def test_past_the_deadline_the_answer_is_json_and_nothing_is_saved(
 ) -> None:
     """A client that takes two seconds to send the body, against a deadline of one second:
     the request stops at its first check, answers 503 with the error body, and saves nothing
-    (neither a new partition nor a replacement)."""
+    (neither a new partition nor a replacement). No CPU burners: the slow client alone takes
+    the request past the deadline, and burners here only slowed the rest of a parallel run."""
     text = big_queues_yaml(PARTITION, settings.CONFIG_MAX_BYTES)
     port = web(tmp_path, stack, {"WEB_TIMEOUT": "30", "REQUEST_DEADLINE": "1"})
-    burn_cpu(tmp_path, stack)
 
     status, kind, body = put(port, f"{URL}?comment=x", text.encode(), admin_key, trickle_seconds=2)
     assert (status, kind) == (503, "application/json"), body
