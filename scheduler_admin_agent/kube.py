@@ -9,17 +9,21 @@ Each kind has a ``Reflector`` thread:
    the list's ``resourceVersion``;
 2. watch from that version (with bookmarks, so a quiet kind's version stays fresh), applying
    ADDED / MODIFIED / DELETED events to the cache;
-3. a watch that ends (the server's timeout, a restart of the API server, a dropped connection)
-   is opened again from the last version seen; one that answers 410 Gone (the version is older
-   than what the server keeps) goes back to step 1. Any other error waits (backing off up to
-   30 s) and goes back to step 1.
+3. a watch that ends (the server's timeout, a restart of the API server, a dropped connection,
+   the watch cache closing a watcher that fell behind) is opened again from the last version
+   seen (events the server dropped come again from there); one that answers 410 Gone (the
+   version is older than what the server keeps) goes back to step 1. Any other error waits
+   (backing off up to 30 s) and goes back to step 1.
 
+Objects are kept without ``metadata.managedFields``. A list whose continue token expires
+between pages continues from the fresh token the API server gives (see ``Reflector._list``).
 A re-list replaces the kind wholesale, so objects deleted while nobody watched disappear from
 the cache too; the pusher (``sync``) then sends the difference, removals included.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -149,6 +153,9 @@ class Reflector(threading.Thread):
         self.on_error = on_error
         #: How many times the kind was listed (the first list included).
         self.lists = 0
+        #: Lists continued from a fresh token after theirs expired.
+        self.resumed = 0
+        self.page_size = PAGE_SIZE
 
     def run(self) -> None:
         backoff = 1.0
@@ -165,24 +172,70 @@ class Reflector(threading.Thread):
                 backoff = min(MAX_BACKOFF, backoff * 2)
 
     def _list(self) -> str:
-        objects: list[Any] = []
+        """List the kind in pages; returns the version the cache now reflects.
+
+        A continue token can expire between pages (etcd compacted the version of the first
+        page: 410 Expired). The API server's answer then carries, in its Status's
+        ``metadata.continue``, a token that continues from the same key at the latest version.
+        Starting over could expire again on a cluster whose full list takes longer than the
+        compaction interval, so the agent continues with that token instead; what it read
+        before the expiry (an older version) is then read again, in pages, at the version of
+        the continuation (``resourceVersionMatch=Exact``), up to where the continuation began.
+        The result is one consistent list at that version, and the watch starts from it: a
+        change made to an early object between the two versions is not lost.
+        """
+        objects: list[Any] = []  # read at ``version``
+        boundary: str | None = None  # etcd key of the last object read before an expiry
         token = None
         version = ""
         while True:
-            kwargs: dict[str, Any] = {"limit": PAGE_SIZE, "_request_timeout": (10, 120)}
+            kwargs: dict[str, Any] = {"limit": self.page_size, "_request_timeout": (10, 120)}
             if token:
                 kwargs["_continue"] = token
-            page = self.list_call(**kwargs)
-            objects.extend(page.items or [])
+            try:
+                page = self.list_call(**kwargs)
+            except ApiException as error:
+                fresh = _fresh_continue(error) if token and error.status == 410 else None
+                if not fresh:
+                    raise
+                if objects:
+                    boundary = etcd_key(objects[-1])
+                objects, version, token = [], "", fresh
+                self.resumed += 1
+                logger.info("%s: continue token expired; continuing from the fresh one", self.kind)
+                continue
+            objects.extend(_lean(item) for item in page.items or [])
             if not version:  # the first page's version is the list's snapshot
                 version = page.metadata.resource_version
             token = page.metadata._continue
             if not token:
                 break
+        if boundary is not None:
+            objects = self._read_up_to(boundary, version) + objects
         self.cache.replace(self.kind, objects)
         self.lists += 1
         logger.info("listed %d %s at version %s", len(objects), self.kind, version)
         return version
+
+    def _read_up_to(self, boundary: str, version: str) -> list[Any]:
+        """Every object up to ``boundary`` (etcd key order) as of ``version``, in pages."""
+        found: list[Any] = []
+        token = None
+        while True:
+            kwargs: dict[str, Any] = {"limit": self.page_size, "_request_timeout": (10, 120)}
+            if token:
+                kwargs["_continue"] = token
+            else:
+                kwargs["resource_version"] = version
+                kwargs["resource_version_match"] = "Exact"
+            page = self.list_call(**kwargs)
+            for item in page.items or []:
+                if etcd_key(item) > boundary:
+                    return found
+                found.append(_lean(item))
+            token = page.metadata._continue
+            if not token:
+                return found
 
     def _watch(self, version: str) -> None:
         """Watch from ``version`` until the server answers 410 Gone (return: list again)."""
@@ -203,7 +256,7 @@ class Reflector(threading.Thread):
                     if kind == "BOOKMARK":
                         version = event["raw_object"]["metadata"]["resourceVersion"]
                         continue
-                    obj = event["object"]
+                    obj = _lean(event["object"])
                     self.cache.apply(self.kind, kind, obj)
                     version = obj.metadata.resource_version
             except ApiException as error:
@@ -211,6 +264,32 @@ class Reflector(threading.Thread):
                     logger.info("%s: watch expired (410 Gone); listing again", self.kind)
                     return
                 raise
+
+
+def etcd_key(obj: Any) -> str:
+    """Where the API server's list order puts ``obj``: ``namespace/name``, or the name."""
+    meta = obj.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+def _lean(obj: Any) -> Any:
+    """The object without ``metadata.managedFields``: the agent reads none of it, and on a real
+    cluster it is often the larger part of an object."""
+    obj.metadata.managed_fields = None
+    return obj
+
+
+def _fresh_continue(error: ApiException) -> str | None:
+    """The continue token in a 410 Status's ``metadata.continue`` (an expired continue token's
+    answer), if there is one."""
+    try:
+        status = json.loads(error.body or "")
+    except (TypeError, ValueError):
+        return None
+    token = (
+        ((status or {}).get("metadata") or {}).get("continue") if isinstance(status, dict) else None
+    )
+    return token if isinstance(token, str) and token else None
 
 
 def _describe(error: Exception) -> str:

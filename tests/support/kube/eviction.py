@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+import random
+import time
 from collections.abc import Mapping
 from typing import Any
 
+from tests.support.kube.admission import AdmissionRequest
 from tests.support.kube.params import (
     pod_ready,
 )
@@ -16,6 +19,7 @@ from tests.support.kube.resources import (
     ApiError,
     Obj,
     bad_request,
+    conflict,
     not_found,
     now_timestamp,
     status_details,
@@ -50,6 +54,9 @@ class EvictionVerbs(WriteVerbs):
             raise bad_request(NAMESPACE_MISMATCH)
         options = body.get("deleteOptions") or {}
         dry_run = bool(options.get("dryRun") or query.get("dryRun"))
+        # Admission (a validating webhook on pods/eviction) runs before the registry looks at
+        # the pod or its budgets: a denied eviction spends nothing.
+        self._admit(AdmissionRequest("CREATE", "pods", "eviction", namespace, name, body, None))
         with self._lock:
             pod = self._get(PODS, namespace, name)
             if pod is None:
@@ -59,7 +66,7 @@ class EvictionVerbs(WriteVerbs):
             # eviction whose precondition fails has still spent a disruption.
             phase = pod.get("status", {}).get("phase")
             already = "deletionTimestamp" in pod["metadata"]
-            budget_key: str | None = None
+            budget: Obj | None = None
             # canIgnorePDB in pkg/registry/core/pod/storage/eviction.go: a Pending, Succeeded or
             # Failed pod, or one with a deletionTimestamp, "already caused disruption", so it is
             # deleted without a budget check. For a terminating pod the deletion is a no-op and
@@ -73,9 +80,16 @@ class EvictionVerbs(WriteVerbs):
                         "This pod has more than one PodDisruptionBudget, which the eviction "
                         "subresource does not support.",
                     )
-                if budgets:
-                    budget_key = self._use_budget(budgets[0], pod, dry_run)
-            self._check_preconditions(PODS, pod, options)
+                budget = budgets[0] if budgets else None
+        # The budget is read, then written with its resourceVersion as read, outside any lock
+        # the other evictions share: concurrent evictions (or the disruption controller) make
+        # that write conflict, and the server re-reads and retries (RetryOnConflict).
+        budget_key = self._decrement(budget, pod, dry_run) if budget is not None else None
+        with self._lock:
+            pod = self._get(PODS, namespace, name)
+            if pod is None:
+                raise not_found(PODS, name)
+            _check_eviction_preconditions(pod, options)
             if dry_run:
                 return {
                     "kind": "Status",
@@ -102,6 +116,46 @@ class EvictionVerbs(WriteVerbs):
             "status": "Success",
             "code": 201,
         }
+
+    def interfere_with_budget(self, namespace: str, name: str, times: int) -> None:
+        """Write the budget (as the disruption controller does) between each of the next
+        ``times`` evictions' read of it and their update: each such update conflicts."""
+        with self._lock:
+            self._interference[(namespace, name)] = times
+
+    def _decrement(self, budget: Obj, pod: Obj, dry_run: bool) -> str | None:
+        """checkAndDecrement under RetryOnConflict(EvictionsRetry): ``eviction_retry_steps``
+        attempts ``eviction_retry_interval`` apart, the budget read again after a conflict; when
+        every attempt conflicted, the last conflict is the answer (409 on
+        poddisruptionbudgets.policy: ``retry.OnError`` returns the last error, so the
+        ``couldn't update PodDisruptionBudget ... due to conflicts`` timeout in eviction.go is
+        never reached)."""
+        namespace, name = budget["metadata"]["namespace"], budget["metadata"]["name"]
+        last: ApiError | None = None
+        for attempt in range(self.eviction_retry_steps):
+            if attempt:
+                time.sleep(self.eviction_retry_interval * (1 + 0.1 * random.random()))
+                with self._lock:
+                    fresh = self._get(PDBS, namespace, name)
+                if fresh is None:
+                    raise not_found(PDBS, name)
+                budget = fresh
+            with self._lock:
+                left = self._interference.get((namespace, name), 0)
+                if left > 0:
+                    self._interference[(namespace, name)] = left - 1
+                    stored = self._get(PDBS, namespace, name)
+                    if stored is not None:
+                        self._commit(PDBS, "MODIFIED", copy.deepcopy(stored), stored)
+                try:
+                    return self._use_budget(budget, pod, dry_run)
+                except ApiError as error:
+                    if error.code != 409:
+                        raise
+                    last = error
+                    self.budget_conflicts += 1
+        assert last is not None
+        raise last
 
     def _budgets_for(self, pod: Obj) -> list[Obj]:
         namespace = pod["metadata"]["namespace"]
@@ -174,7 +228,12 @@ class EvictionVerbs(WriteVerbs):
         new_status.setdefault("disruptedPods", {})[pod["metadata"]["name"]] = now_timestamp()
         if allowed - 1 == 0:
             set_disruption_condition(new_status)
-        self._commit(PDBS, "MODIFIED", updated, budget)
+        stored = self._get(PDBS, budget["metadata"]["namespace"], name)
+        if stored is None:
+            raise not_found(PDBS, name)
+        if stored["metadata"]["resourceVersion"] != budget["metadata"]["resourceVersion"]:
+            raise conflict(PDBS, name)  # UpdateStatus with the version read: someone wrote since
+        self._commit(PDBS, "MODIFIED", updated, stored)
         return f"{budget['metadata']['namespace']}/{name}"
 
     def _add_disruption_condition(self, pod: Obj) -> Obj:
@@ -219,3 +278,30 @@ def set_disruption_condition(status: Obj) -> None:
             "type": "DisruptionAllowed",
         }
     )
+
+
+def _check_eviction_preconditions(pod: Obj, options: Mapping[str, Any]) -> None:
+    """The eviction's preconditions as ``addConditionAndDeletePod`` checks them (the
+    DisruptionTarget condition is written first, so a mismatch is that update's 409 Conflict
+    on ``Pod``, not the deletion's "Precondition failed")."""
+    preconditions = options.get("preconditions") or {}
+    meta = pod["metadata"]
+    uid, rv = preconditions.get("uid"), preconditions.get("resourceVersion")
+    if uid and uid != meta["uid"]:
+        raise ApiError(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on Pod "{meta["name"]}": the UID in the precondition '
+            f"({uid}) does not match the UID in record ({meta['uid']}). The object might have "
+            "been deleted and then recreated",
+            {"name": meta["name"], "kind": "Pod"},
+        )
+    if rv and rv != meta["resourceVersion"]:
+        raise ApiError(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on Pod "{meta["name"]}": the ResourceVersion in the '
+            f"precondition ({rv}) does not match the ResourceVersion in record "
+            f"({meta['resourceVersion']}). The object might have been modified",
+            {"name": meta["name"], "kind": "Pod"},
+        )

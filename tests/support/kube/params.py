@@ -46,9 +46,13 @@ def parse_rv(raw: str) -> int:
     return value
 
 
-def encode_continue(rv: int, start: str) -> str:
+def encode_continue(rv: int, start: str, *, after: bool = True) -> str:
+    """A continue token like the real one (``storage.EncodeContinue``): the version to read at
+    (-1: the latest, as in the token of a 410 for an expired one) and the key to start from
+    (``after``: the key after ``start``)."""
     token = json.dumps(
-        {"v": "meta.k8s.io/v1", "rv": rv, "start": start + "\x00"}, separators=(",", ":")
+        {"v": "meta.k8s.io/v1", "rv": rv, "start": start + ("\x00" if after else "")},
+        separators=(",", ":"),
     )
     return base64.urlsafe_b64encode(token.encode()).decode().rstrip("=")
 

@@ -226,8 +226,8 @@ class FakeKubeAPI(ClusterState):
     Use as a context manager (``with FakeKubeAPI() as api:``) or ``start()``/``stop()``.
     ``token``: require ``Authorization: Bearer <token>``. ``bookmark_interval``: seconds
     between periodic BOOKMARK events on watches that allow them (None: only
-    ``send_bookmarks()``). ``grace_seconds``, ``history_limit``, ``watch_timeout``: see
-    ``ClusterState``.
+    ``send_bookmarks()``). ``grace_seconds``, ``history_limit``, ``watch_timeout``,
+    ``watch_buffer``, ``continue_ttl``, ``eviction_retry_interval``: see ``StoreBase``.
     """
 
     def __init__(
@@ -238,11 +238,19 @@ class FakeKubeAPI(ClusterState):
         history_limit: int = 50_000,
         bookmark_interval: float | None = 60.0,
         watch_timeout: float | None = None,
+        watch_buffer: int | None = None,
+        continue_ttl: float | None = None,
+        eviction_retry_interval: float = 0.5,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         super().__init__(
-            grace_seconds=grace_seconds, history_limit=history_limit, watch_timeout=watch_timeout
+            grace_seconds=grace_seconds,
+            history_limit=history_limit,
+            watch_timeout=watch_timeout,
+            watch_buffer=watch_buffer,
+            continue_ttl=continue_ttl,
+            eviction_retry_interval=eviction_retry_interval,
         )
         self.token = token
         self.bookmark_interval = bookmark_interval
@@ -446,7 +454,15 @@ class FakeKubeAPI(ClusterState):
                     raise bad_request(
                         f"the body of the request could not be decoded as JSON: {error}"
                     ) from None
-            result = self._route(method, path, query, body, handler.headers.get("Content-Type", ""))
+            # The field manager of this request's writes (managedFields): the User-Agent's name.
+            agent = handler.headers.get("User-Agent") or ""
+            self._caller.manager = agent.split("/")[0].strip() or "unknown"
+            try:
+                result = self._route(
+                    method, path, query, body, handler.headers.get("Content-Type", "")
+                )
+            finally:
+                self._caller.manager = None
         except ApiError as error:
             result = (error.code, error.status)
         except Exception as error:  # a bug in the fake: answer like the real server, and show it
@@ -548,11 +564,19 @@ class FakeKubeAPI(ClusterState):
         abrupt = False
         try:
             while True:
+                if self._holding.is_set():  # nothing reaches the client, not even an end
+                    if self._client_gone(handler.connection):
+                        handler.close_connection = True
+                        return
+                    time.sleep(0.02)
+                    continue
+                if watcher.dropped:  # closed for falling behind: what was buffered is not sent
+                    break
                 lines: list[bytes] = []
                 finished = False
                 for item in pending:
-                    if item[0] == END:
-                        finished, abrupt = True, bool(item[1])
+                    if item[0] == END or watcher.dropped:
+                        finished, abrupt = True, item[0] == END and bool(item[1])
                         break
                     lines.append(self._event_line(watcher, item))
                     if item[0] == "ERROR":

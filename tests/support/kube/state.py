@@ -15,12 +15,14 @@ watch). ``params`` holds the query and continue-token helpers, ``watching`` the 
 from __future__ import annotations
 
 import bisect
+import contextlib
 import copy
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from tests.support.kube.admission import Decide, webhook
 from tests.support.kube.eviction import EvictionVerbs, set_disruption_condition
 from tests.support.kube.params import (
     decode_continue,
@@ -178,7 +180,32 @@ class ClusterState(EvictionVerbs):
         """A concurrent writer's change to a ConfigMap (bumps its resourceVersion, MODIFIED)."""
         return self.edit("ConfigMap", name, fn, namespace)
 
+    def add_webhook(
+        self,
+        name: str,
+        decide: Decide,
+        *,
+        operations: Iterable[str] = ("CREATE", "UPDATE"),
+        resources: Iterable[str] = ("configmaps",),
+    ) -> None:
+        """Register a validating admission webhook (see ``admission``): ``decide`` sees every
+        matching request (``resources``: plurals, ``"pods/eviction"`` for evictions, ``"*"``)
+        and denies it by returning a ``Denial`` or a message."""
+        with self._lock:
+            self.webhooks.append(webhook(name, decide, operations, resources))
+
     # --- test-facing watch controls
+
+    @contextlib.contextmanager
+    def hold_watches(self) -> Iterator[None]:
+        """Stop writing to every watch stream while inside (as a client that does not read, or
+        a congested network): events pile up in each watcher's buffer, and one that passes
+        ``watch_buffer`` is closed by the server."""
+        self._holding.set()
+        try:
+            yield
+        finally:
+            self._holding.clear()
 
     @property
     def watch_count(self) -> int:
@@ -296,8 +323,14 @@ class ClusterState(EvictionVerbs):
                         "specifying resource version is not allowed when using continue"
                     )
                 at, start = decode_continue(token)
-                if at < self._floor:
-                    raise expired(CONTINUE_EXPIRED)
+                if at == -1:  # a token from a 410's Status: continue at the latest version
+                    at = self._rv
+                elif at < self._floor or self._superseded_long_ago(at):
+                    # etcd3 store handleCompactedErrorForPaging: 410 Expired, and in the Status's
+                    # metadata a token that continues from the same key at the latest version.
+                    error = expired(CONTINUE_EXPIRED)
+                    error.status["metadata"] = {"continue": encode_continue(-1, start, after=False)}
+                    raise error
             elif requested and requested != "0":
                 wanted = parse_rv(requested)
                 if wanted > self._rv:

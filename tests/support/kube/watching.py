@@ -37,6 +37,8 @@ class Watcher:
     labels: Selector
     fields: tuple[FieldRequirement, ...]
     bookmarks: bool
+    #: Set when the server closed this watch because it fell behind (``StoreBase._close_slow``).
+    dropped: bool = False
     items: queue.SimpleQueue[tuple[Any, ...]] = field(default_factory=queue.SimpleQueue)
 
     def selects(self, obj: Obj) -> bool:

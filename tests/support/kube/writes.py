@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from tests.support.kube import patches
+from tests.support.kube.admission import AdmissionRequest
 from tests.support.kube.fixtures.pods import qos_class
 from tests.support.kube.params import (
     check_configmap_size,
@@ -133,6 +134,11 @@ class WriteVerbs(StoreBase):
                 "phase": "Pending",
                 "qosClass": qos_class(spec.get("containers", []), spec.get("initContainers", [])),
             }
+        meta.pop("managedFields", None)  # the server's own, set when stored
+        check_configmap_size(resource, meta["name"], obj)
+        self._admit(
+            AdmissionRequest("CREATE", resource.plural, "", namespace, meta["name"], obj, None)
+        )
         with self._lock:
             if key_of(resource, obj) in self._objects[resource]:
                 raise already_exists(resource, meta["name"])
@@ -174,6 +180,7 @@ class WriteVerbs(StoreBase):
             "generation",
             "deletionTimestamp",
             "deletionGracePeriodSeconds",
+            "managedFields",  # kept: the write's manager entry is updated when stored
         ):
             if kept in old_meta:
                 meta[kept] = old_meta[kept]
@@ -196,6 +203,11 @@ class WriteVerbs(StoreBase):
                 "(allow it to be set to 1 if it was previously negative)",
             )
         meta["resourceVersion"] = old_meta["resourceVersion"]
+        self._admit(
+            AdmissionRequest(
+                "UPDATE", resource.plural, "", old_meta.get("namespace"), name, new, old
+            )
+        )
         if new == old:
             return old
         return self._commit(resource, "MODIFIED", new, old)
@@ -234,6 +246,7 @@ class WriteVerbs(StoreBase):
             if old is None:
                 raise not_found(resource, name)
             self._check_preconditions(resource, old, options)
+            self._admit(AdmissionRequest("DELETE", resource.plural, "", namespace, name, None, old))
             if dry_run:
                 return old
             if resource is PODS:
