@@ -76,15 +76,33 @@ behaviour is subtle):
   (401 ``Unauthorized`` otherwise; the scheme is matched case-insensitively, as the in-cluster
   config sends ``bearer``).
 
+- managedFields: every stored object carries ``metadata.managedFields``, one entry per manager
+  (the User-Agent's name for REST writes, ``kube-controller-manager`` for the test API).
+- Budget update conflicts: an eviction reads the budget, then writes it with the version read
+  (outside the lock other requests share), retrying on a conflict as ``RetryOnConflict
+  (EvictionsRetry)`` does (``eviction_retry_steps`` 20, ``eviction_retry_interval`` 0.5 s), and
+  answers the last 409 ``Conflict`` on ``poddisruptionbudgets.policy`` when all conflicted;
+  ``interfere_with_budget`` makes the next evictions' writes conflict. A stale uid precondition
+  is the DisruptionTarget update's 409 ("the UID in the precondition (...) does not match").
+- Slow watchers (``watch_buffer``): a watcher with that many events queued and not written is
+  closed as the watch cache closes one whose buffer is full: its stream ends cleanly and what
+  was queued is never sent; ``hold_watches()`` stops every stream's writing meanwhile.
+- Continue tokens expire on their own (``continue_ttl``: once their version was superseded
+  that long ago) or after ``compact()``: 410 ``Expired`` with the inconsistent-continue message
+  and a fresh token (version -1: the latest) in the Status's ``metadata.continue``.
+- ConfigMaps over 1 MiB are refused (422) on create and update. Admission webhooks
+  (``add_webhook``, see ``admission``) can deny a create, update, delete or eviction.
+
 RBAC: set ``authorizer`` (``strict_rbac.Authorizer``, from the agent's manifests) and every
 request the agent's service account is not granted answers 403 with the real message. A
-ConfigMap update over 1 MiB (data and binaryData) is 422 "Too long".
+ConfigMap over 1 MiB (data and binaryData) is 422 "Too long".
 
 Not reproduced: namespaces as owners of objects (any namespace exists, whether or not a
 Namespace object is stored; stored ones are listed and watched), other kinds, the legacy
 ``/api/v1/watch/...`` paths, discovery beyond ``/version``, server-side apply, dry run other
 than on DELETE and eviction (there nothing is written), ``deletecollection``, admission and
-validation beyond what is listed, PDB ``generation`` bumps on spec changes and the disruption
+validation beyond what is listed (webhooks are test callables: no mutation, no
+failurePolicy, no timeouts), PDB ``generation`` bumps on spec changes and the disruption
 controller (budgets change only through eviction or the test API), the kubelet (pods change
 phase only through the test API), TLS, and the real server's ~1 minute bookmark cadence and
 1800 s default watch timeout (both are constructor arguments here).
@@ -574,11 +592,13 @@ class FakeKubeAPI(ClusterState):
                     break
                 lines: list[bytes] = []
                 finished = False
+                sent = 0
                 for item in pending:
                     if item[0] == END or watcher.dropped:
                         finished, abrupt = True, item[0] == END and bool(item[1])
                         break
                     lines.append(self._event_line(watcher, item))
+                    sent += item[0] == "EVENT"
                     if item[0] == "ERROR":
                         finished = True
                         break
@@ -586,6 +606,8 @@ class FakeKubeAPI(ClusterState):
                 if lines:
                     data = b"".join(lines)
                     handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    with self._lock:
+                        watcher.unsent -= sent
                 if finished:
                     break
                 now = time.monotonic()

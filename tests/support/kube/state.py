@@ -407,6 +407,7 @@ class ClusterState(EvictionVerbs):
                     seen = watcher.translate(event)
                     if seen is not None:
                         initial.append(("EVENT", *seen))
+            watcher.unsent = sum(1 for item in initial if item[0] == "EVENT")
             self._watchers.add(watcher)
         limit = float(timeout) if timeout else self.watch_timeout
         return WatchPlan(watcher, initial, limit)

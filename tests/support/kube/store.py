@@ -114,9 +114,10 @@ class StoreBase:
             seen = watcher.translate(event)
             if seen is None:
                 continue
-            if self.watch_buffer is not None and watcher.items.qsize() >= self.watch_buffer:
+            if self.watch_buffer is not None and watcher.unsent >= self.watch_buffer:
                 behind.append(watcher)
             else:
+                watcher.unsent += 1
                 watcher.items.put(("EVENT", *seen))
         for watcher in behind:
             self._close_slow(watcher)

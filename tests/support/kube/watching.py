@@ -39,6 +39,8 @@ class Watcher:
     bookmarks: bool
     #: Set when the server closed this watch because it fell behind (``StoreBase._close_slow``).
     dropped: bool = False
+    #: Events queued for this watcher and not yet written to its stream (under the lock).
+    unsent: int = 0
     items: queue.SimpleQueue[tuple[Any, ...]] = field(default_factory=queue.SimpleQueue)
 
     def selects(self, obj: Obj) -> bool:
