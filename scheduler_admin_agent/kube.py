@@ -15,8 +15,10 @@ Each kind has a ``Reflector`` thread:
    version is older than what the server keeps) goes back to step 1. Any other error waits
    (backing off up to 30 s) and goes back to step 1.
 
-Objects are kept without ``metadata.managedFields``. A list whose continue token expires
-between pages continues from the fresh token the API server gives (see ``Reflector._list``).
+List and watch bodies are decoded from raw JSON and objects kept as ``lean.Lean`` (without
+``managedFields`` and the other fields the agent never reads), not as the client's typed
+models. A list whose continue token expires between pages continues from the fresh token the
+API server gives (see ``Reflector._list``).
 A re-list replaces the kind wholesale, so objects deleted while nobody watched disappear from
 the cache too; the pusher (``sync``) then sends the difference, removals included.
 """
@@ -30,8 +32,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes import client, config, watch
+from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
+
+from scheduler_admin_agent.lean import lean
 
 logger = logging.getLogger(__name__)
 
@@ -193,7 +198,7 @@ class Reflector(threading.Thread):
             if token:
                 kwargs["_continue"] = token
             try:
-                page = self.list_call(**kwargs)
+                page = self._page(**kwargs)
             except ApiException as error:
                 fresh = _fresh_continue(error) if token and error.status == 410 else None
                 if not fresh:
@@ -204,10 +209,11 @@ class Reflector(threading.Thread):
                 self.resumed += 1
                 logger.info("%s: continue token expired; continuing from the fresh one", self.kind)
                 continue
-            objects.extend(_lean(item) for item in page.items or [])
+            objects.extend(lean(item) for item in page.get("items") or [])
+            meta = page.get("metadata") or {}
             if not version:  # the first page's version is the list's snapshot
-                version = page.metadata.resource_version
-            token = page.metadata._continue
+                version = meta.get("resourceVersion", "")
+            token = meta.get("continue")
             if not token:
                 break
         if boundary is not None:
@@ -228,55 +234,70 @@ class Reflector(threading.Thread):
             else:
                 kwargs["resource_version"] = version
                 kwargs["resource_version_match"] = "Exact"
-            page = self.list_call(**kwargs)
-            for item in page.items or []:
-                if etcd_key(item) > boundary:
+            page = self._page(**kwargs)
+            for item in page.get("items") or []:
+                obj = lean(item)
+                if etcd_key(obj) > boundary:
                     return found
-                found.append(_lean(item))
-            token = page.metadata._continue
+                found.append(obj)
+            token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return found
 
+    def _page(self, **kwargs: Any) -> dict[str, Any]:
+        """One list page, decoded from the raw body (no typed models, see ``lean``)."""
+        response = self.list_call(_preload_content=False, **kwargs)
+        try:
+            return json.loads(response.data)
+        finally:
+            response.release_conn()
+
     def _watch(self, version: str) -> None:
-        """Watch from ``version`` until the server answers 410 Gone (return: list again)."""
+        """Watch from ``version`` until the server answers 410 Gone (return: list again).
+
+        The stream is read raw, one JSON event per line, each object decoded as in ``_list``.
+        A stream that ends (the server's timeout, or the watch cache closing a watcher that
+        fell behind) is opened again from the last version received."""
         while not self.stop_event.is_set():
-            stream = watch.Watch()
+            response = self.list_call(
+                watch=True,
+                resource_version=version,
+                timeout_seconds=WATCH_SECONDS,
+                allow_watch_bookmarks=True,
+                _preload_content=False,
+                _request_timeout=(10, WATCH_SECONDS + 30),
+            )
             try:
-                for event in stream.stream(
-                    self.list_call,
-                    resource_version=version,
-                    timeout_seconds=WATCH_SECONDS,
-                    allow_watch_bookmarks=True,
-                    _request_timeout=(10, WATCH_SECONDS + 30),
-                ):
+                for line in iter_resp_lines(response):
                     if self.stop_event.is_set():
-                        stream.stop()
                         return
-                    kind = event["type"]
-                    if kind == "BOOKMARK":
-                        version = event["raw_object"]["metadata"]["resourceVersion"]
+                    if not line:
                         continue
-                    obj = _lean(event["object"])
-                    self.cache.apply(self.kind, kind, obj)
-                    version = obj.metadata.resource_version
-            except ApiException as error:
-                if error.status == 410:
-                    logger.info("%s: watch expired (410 Gone); listing again", self.kind)
-                    return
-                raise
+                    event = json.loads(line)
+                    kind, raw = event.get("type"), event.get("object") or {}
+                    if kind == "ERROR":
+                        if raw.get("code") == 410:
+                            logger.info("%s: watch expired (410 Gone); listing again", self.kind)
+                            return
+                        raise ApiException(
+                            status=raw.get("code"),
+                            reason=f"{raw.get('reason')}: {raw.get('message')}",
+                        )
+                    meta = raw.get("metadata") or {}
+                    if kind == "BOOKMARK":
+                        version = meta.get("resourceVersion", version)
+                        continue
+                    self.cache.apply(self.kind, kind, lean(raw))
+                    version = meta.get("resourceVersion", version)
+            finally:
+                response.close()
+                response.release_conn()
 
 
 def etcd_key(obj: Any) -> str:
     """Where the API server's list order puts ``obj``: ``namespace/name``, or the name."""
     meta = obj.metadata
     return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
-
-
-def _lean(obj: Any) -> Any:
-    """The object without ``metadata.managedFields``: the agent reads none of it, and on a real
-    cluster it is often the larger part of an object."""
-    obj.metadata.managed_fields = None
-    return obj
 
 
 def _fresh_continue(error: ApiException) -> str | None:
