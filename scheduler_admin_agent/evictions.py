@@ -65,8 +65,10 @@ RUN_ANNOTATION = "scheduler-admin.io/preempted-by-run"
 MAX_BACKOFF = 60.0
 #: The Eviction API's answer for a pod under several budgets (a 500).
 SEVERAL_BUDGETS = "more than one PodDisruptionBudget"
-#: How a failed uid precondition reads (``Precondition failed: UID in precondition: ...``).
-UID_PRECONDITION = "UID in precondition"
+#: How a failed uid precondition reads: the DisruptionTarget update's conflict ("the UID in the
+#: precondition (...) does not match the UID in record"), or the deletion's ("Precondition
+#: failed: UID in precondition: ...") on servers without that condition.
+UID_PRECONDITIONS = ("the UID in the precondition", "UID in precondition")
 #: Longest reason kept on an order.
 REASON_MAX = 1000
 #: Eviction requests in flight at once: one at a time, 5,000 victims would take minutes (each
@@ -201,7 +203,9 @@ class Evictor:
         if error.status == 404:
             return Result(order_id, outcome="gone")
         if error.status == 409:
-            if UID_PRECONDITION in message or self._still_there(pod) is False:
+            if any(text in message for text in UID_PRECONDITIONS) or (
+                self._still_there(pod) is False
+            ):
                 return Result(order_id, outcome="gone")
             return self._retry(order_id, "failed", f"{message} (the pod is still there)", 409)
         if error.status == 429:

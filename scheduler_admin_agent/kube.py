@@ -9,25 +9,34 @@ Each kind has a ``Reflector`` thread:
    the list's ``resourceVersion``;
 2. watch from that version (with bookmarks, so a quiet kind's version stays fresh), applying
    ADDED / MODIFIED / DELETED events to the cache;
-3. a watch that ends (the server's timeout, a restart of the API server, a dropped connection)
-   is opened again from the last version seen; one that answers 410 Gone (the version is older
-   than what the server keeps) goes back to step 1. Any other error waits (backing off up to
-   30 s) and goes back to step 1.
+3. a watch that ends (the server's timeout, a restart of the API server, a dropped connection,
+   the watch cache closing a watcher that fell behind) is opened again from the last version
+   seen (events the server dropped come again from there); one that answers 410 Gone (the
+   version is older than what the server keeps) goes back to step 1. Any other error waits
+   (backing off up to 30 s) and goes back to step 1.
 
+List and watch bodies are decoded from raw JSON and objects kept as ``lean.Lean`` (without
+``managedFields`` and the other fields the agent never reads), not as the client's typed
+models. A list whose continue token expires between pages continues from the fresh token the
+API server gives (see ``Reflector._list``).
 A re-list replaces the kind wholesale, so objects deleted while nobody watched disappear from
 the cache too; the pusher (``sync``) then sends the difference, removals included.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes import client, config, watch
+from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
+from kubernetes.watch.watch import iter_resp_lines
+
+from scheduler_admin_agent.lean import lean
 
 logger = logging.getLogger(__name__)
 
@@ -149,6 +158,9 @@ class Reflector(threading.Thread):
         self.on_error = on_error
         #: How many times the kind was listed (the first list included).
         self.lists = 0
+        #: Lists continued from a fresh token after theirs expired.
+        self.resumed = 0
+        self.page_size = PAGE_SIZE
 
     def run(self) -> None:
         backoff = 1.0
@@ -165,52 +177,140 @@ class Reflector(threading.Thread):
                 backoff = min(MAX_BACKOFF, backoff * 2)
 
     def _list(self) -> str:
-        objects: list[Any] = []
+        """List the kind in pages; returns the version the cache now reflects.
+
+        A continue token can expire between pages (etcd compacted the version of the first
+        page: 410 Expired). The API server's answer then carries, in its Status's
+        ``metadata.continue``, a token that continues from the same key at the latest version.
+        Starting over could expire again on a cluster whose full list takes longer than the
+        compaction interval, so the agent continues with that token instead; what it read
+        before the expiry (an older version) is then read again, in pages, at the version of
+        the continuation (``resourceVersionMatch=Exact``), up to where the continuation began.
+        The result is one consistent list at that version, and the watch starts from it: a
+        change made to an early object between the two versions is not lost.
+        """
+        objects: list[Any] = []  # read at ``version``
+        boundary: str | None = None  # etcd key of the last object read before an expiry
         token = None
         version = ""
         while True:
-            kwargs: dict[str, Any] = {"limit": PAGE_SIZE, "_request_timeout": (10, 120)}
+            kwargs: dict[str, Any] = {"limit": self.page_size, "_request_timeout": (10, 120)}
             if token:
                 kwargs["_continue"] = token
-            page = self.list_call(**kwargs)
-            objects.extend(page.items or [])
+            try:
+                page = self._page(**kwargs)
+            except ApiException as error:
+                fresh = _fresh_continue(error) if token and error.status == 410 else None
+                if not fresh:
+                    raise
+                if objects:
+                    boundary = etcd_key(objects[-1])
+                objects, version, token = [], "", fresh
+                self.resumed += 1
+                logger.info("%s: continue token expired; continuing from the fresh one", self.kind)
+                continue
+            objects.extend(lean(item) for item in page.get("items") or [])
+            meta = page.get("metadata") or {}
             if not version:  # the first page's version is the list's snapshot
-                version = page.metadata.resource_version
-            token = page.metadata._continue
+                version = meta.get("resourceVersion", "")
+            token = meta.get("continue")
             if not token:
                 break
+        if boundary is not None:
+            objects = self._read_up_to(boundary, version) + objects
         self.cache.replace(self.kind, objects)
         self.lists += 1
         logger.info("listed %d %s at version %s", len(objects), self.kind, version)
         return version
 
+    def _read_up_to(self, boundary: str, version: str) -> list[Any]:
+        """Every object up to ``boundary`` (etcd key order) as of ``version``, in pages."""
+        found: list[Any] = []
+        token = None
+        while True:
+            kwargs: dict[str, Any] = {"limit": self.page_size, "_request_timeout": (10, 120)}
+            if token:
+                kwargs["_continue"] = token
+            else:
+                kwargs["resource_version"] = version
+                kwargs["resource_version_match"] = "Exact"
+            page = self._page(**kwargs)
+            for item in page.get("items") or []:
+                obj = lean(item)
+                if etcd_key(obj) > boundary:
+                    return found
+                found.append(obj)
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return found
+
+    def _page(self, **kwargs: Any) -> dict[str, Any]:
+        """One list page, decoded from the raw body (no typed models, see ``lean``)."""
+        response = self.list_call(_preload_content=False, **kwargs)
+        try:
+            return json.loads(response.data)
+        finally:
+            response.release_conn()
+
     def _watch(self, version: str) -> None:
-        """Watch from ``version`` until the server answers 410 Gone (return: list again)."""
+        """Watch from ``version`` until the server answers 410 Gone (return: list again).
+
+        The stream is read raw, one JSON event per line, each object decoded as in ``_list``.
+        A stream that ends (the server's timeout, or the watch cache closing a watcher that
+        fell behind) is opened again from the last version received."""
         while not self.stop_event.is_set():
-            stream = watch.Watch()
+            response = self.list_call(
+                watch=True,
+                resource_version=version,
+                timeout_seconds=WATCH_SECONDS,
+                allow_watch_bookmarks=True,
+                _preload_content=False,
+                _request_timeout=(10, WATCH_SECONDS + 30),
+            )
             try:
-                for event in stream.stream(
-                    self.list_call,
-                    resource_version=version,
-                    timeout_seconds=WATCH_SECONDS,
-                    allow_watch_bookmarks=True,
-                    _request_timeout=(10, WATCH_SECONDS + 30),
-                ):
+                for line in iter_resp_lines(response):
                     if self.stop_event.is_set():
-                        stream.stop()
                         return
-                    kind = event["type"]
-                    if kind == "BOOKMARK":
-                        version = event["raw_object"]["metadata"]["resourceVersion"]
+                    if not line:
                         continue
-                    obj = event["object"]
-                    self.cache.apply(self.kind, kind, obj)
-                    version = obj.metadata.resource_version
-            except ApiException as error:
-                if error.status == 410:
-                    logger.info("%s: watch expired (410 Gone); listing again", self.kind)
-                    return
-                raise
+                    event = json.loads(line)
+                    kind, raw = event.get("type"), event.get("object") or {}
+                    if kind == "ERROR":
+                        if raw.get("code") == 410:
+                            logger.info("%s: watch expired (410 Gone); listing again", self.kind)
+                            return
+                        raise ApiException(
+                            status=raw.get("code"),
+                            reason=f"{raw.get('reason')}: {raw.get('message')}",
+                        )
+                    meta = raw.get("metadata") or {}
+                    if kind == "BOOKMARK":
+                        version = meta.get("resourceVersion", version)
+                        continue
+                    self.cache.apply(self.kind, kind, lean(raw))
+                    version = meta.get("resourceVersion", version)
+            finally:
+                response.close()
+                response.release_conn()
+
+
+def etcd_key(obj: Any) -> str:
+    """Where the API server's list order puts ``obj``: ``namespace/name``, or the name."""
+    meta = obj.metadata
+    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+
+
+def _fresh_continue(error: ApiException) -> str | None:
+    """The continue token in a 410 Status's ``metadata.continue`` (an expired continue token's
+    answer), if there is one."""
+    try:
+        status = json.loads(error.body or "")
+    except (TypeError, ValueError):
+        return None
+    token = (
+        ((status or {}).get("metadata") or {}).get("continue") if isinstance(status, dict) else None
+    )
+    return token if isinstance(token, str) and token else None
 
 
 def _describe(error: Exception) -> str:

@@ -396,10 +396,25 @@ def pod_requests(pod: Any) -> dict[str, Fraction]:
     return total
 
 
+#: A pod's resources by (uid, resourceVersion): a pod's version changes with every write to
+#: it, so an unchanged pod's quantities are parsed once, not at every push. Bounded: cleared
+#: when it passes ``_MEMO_LIMIT`` entries (pods that changed or went leave old entries).
+_MEMO: dict[tuple[str, str], dict[str, int | str]] = {}
+_MEMO_LIMIT = 400_000
+
+
 def task_resources(pod: Any) -> dict[str, int | str]:
     """The pod's request in the product's units, with ``pods: 1``."""
+    meta = pod.metadata
+    key = (meta.uid, meta.resource_version) if meta.uid and meta.resource_version else None
+    if key is not None and key in _MEMO:
+        return dict(_MEMO[key])
     resources = product_resources(pod_requests(pod))
     resources["pods"] = 1
+    if key is not None:
+        if len(_MEMO) >= _MEMO_LIMIT:
+            _MEMO.clear()
+        _MEMO[key] = dict(resources)
     return resources
 
 

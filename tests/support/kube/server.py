@@ -76,15 +76,33 @@ behaviour is subtle):
   (401 ``Unauthorized`` otherwise; the scheme is matched case-insensitively, as the in-cluster
   config sends ``bearer``).
 
+- managedFields: every stored object carries ``metadata.managedFields``, one entry per manager
+  (the User-Agent's name for REST writes, ``kube-controller-manager`` for the test API).
+- Budget update conflicts: an eviction reads the budget, then writes it with the version read
+  (outside the lock other requests share), retrying on a conflict as ``RetryOnConflict
+  (EvictionsRetry)`` does (``eviction_retry_steps`` 20, ``eviction_retry_interval`` 0.5 s), and
+  answers the last 409 ``Conflict`` on ``poddisruptionbudgets.policy`` when all conflicted;
+  ``interfere_with_budget`` makes the next evictions' writes conflict. A stale uid precondition
+  is the DisruptionTarget update's 409 ("the UID in the precondition (...) does not match").
+- Slow watchers (``watch_buffer``): a watcher with that many events queued and not written is
+  closed as the watch cache closes one whose buffer is full: its stream ends cleanly and what
+  was queued is never sent; ``hold_watches()`` stops every stream's writing meanwhile.
+- Continue tokens expire on their own (``continue_ttl``: once their version was superseded
+  that long ago) or after ``compact()``: 410 ``Expired`` with the inconsistent-continue message
+  and a fresh token (version -1: the latest) in the Status's ``metadata.continue``.
+- ConfigMaps over 1 MiB are refused (422) on create and update. Admission webhooks
+  (``add_webhook``, see ``admission``) can deny a create, update, delete or eviction.
+
 RBAC: set ``authorizer`` (``strict_rbac.Authorizer``, from the agent's manifests) and every
 request the agent's service account is not granted answers 403 with the real message. A
-ConfigMap update over 1 MiB (data and binaryData) is 422 "Too long".
+ConfigMap over 1 MiB (data and binaryData) is 422 "Too long".
 
 Not reproduced: namespaces as owners of objects (any namespace exists, whether or not a
 Namespace object is stored; stored ones are listed and watched), other kinds, the legacy
 ``/api/v1/watch/...`` paths, discovery beyond ``/version``, server-side apply, dry run other
 than on DELETE and eviction (there nothing is written), ``deletecollection``, admission and
-validation beyond what is listed, PDB ``generation`` bumps on spec changes and the disruption
+validation beyond what is listed (webhooks are test callables: no mutation, no
+failurePolicy, no timeouts), PDB ``generation`` bumps on spec changes and the disruption
 controller (budgets change only through eviction or the test API), the kubelet (pods change
 phase only through the test API), TLS, and the real server's ~1 minute bookmark cadence and
 1800 s default watch timeout (both are constructor arguments here).
@@ -226,8 +244,8 @@ class FakeKubeAPI(ClusterState):
     Use as a context manager (``with FakeKubeAPI() as api:``) or ``start()``/``stop()``.
     ``token``: require ``Authorization: Bearer <token>``. ``bookmark_interval``: seconds
     between periodic BOOKMARK events on watches that allow them (None: only
-    ``send_bookmarks()``). ``grace_seconds``, ``history_limit``, ``watch_timeout``: see
-    ``ClusterState``.
+    ``send_bookmarks()``). ``grace_seconds``, ``history_limit``, ``watch_timeout``,
+    ``watch_buffer``, ``continue_ttl``, ``eviction_retry_interval``: see ``StoreBase``.
     """
 
     def __init__(
@@ -238,11 +256,19 @@ class FakeKubeAPI(ClusterState):
         history_limit: int = 50_000,
         bookmark_interval: float | None = 60.0,
         watch_timeout: float | None = None,
+        watch_buffer: int | None = None,
+        continue_ttl: float | None = None,
+        eviction_retry_interval: float = 0.5,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
         super().__init__(
-            grace_seconds=grace_seconds, history_limit=history_limit, watch_timeout=watch_timeout
+            grace_seconds=grace_seconds,
+            history_limit=history_limit,
+            watch_timeout=watch_timeout,
+            watch_buffer=watch_buffer,
+            continue_ttl=continue_ttl,
+            eviction_retry_interval=eviction_retry_interval,
         )
         self.token = token
         self.bookmark_interval = bookmark_interval
@@ -446,7 +472,15 @@ class FakeKubeAPI(ClusterState):
                     raise bad_request(
                         f"the body of the request could not be decoded as JSON: {error}"
                     ) from None
-            result = self._route(method, path, query, body, handler.headers.get("Content-Type", ""))
+            # The field manager of this request's writes (managedFields): the User-Agent's name.
+            agent = handler.headers.get("User-Agent") or ""
+            self._caller.manager = agent.split("/")[0].strip() or "unknown"
+            try:
+                result = self._route(
+                    method, path, query, body, handler.headers.get("Content-Type", "")
+                )
+            finally:
+                self._caller.manager = None
         except ApiError as error:
             result = (error.code, error.status)
         except Exception as error:  # a bug in the fake: answer like the real server, and show it
@@ -548,13 +582,23 @@ class FakeKubeAPI(ClusterState):
         abrupt = False
         try:
             while True:
+                if self._holding.is_set():  # nothing reaches the client, not even an end
+                    if self._client_gone(handler.connection):
+                        handler.close_connection = True
+                        return
+                    time.sleep(0.02)
+                    continue
+                if watcher.dropped:  # closed for falling behind: what was buffered is not sent
+                    break
                 lines: list[bytes] = []
                 finished = False
+                sent = 0
                 for item in pending:
-                    if item[0] == END:
-                        finished, abrupt = True, bool(item[1])
+                    if item[0] == END or watcher.dropped:
+                        finished, abrupt = True, item[0] == END and bool(item[1])
                         break
                     lines.append(self._event_line(watcher, item))
+                    sent += item[0] == "EVENT"
                     if item[0] == "ERROR":
                         finished = True
                         break
@@ -562,6 +606,8 @@ class FakeKubeAPI(ClusterState):
                 if lines:
                     data = b"".join(lines)
                     handler.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                    with self._lock:
+                        watcher.unsent -= sent
                 if finished:
                     break
                 now = time.monotonic()
