@@ -1007,6 +1007,8 @@ def test_unknown_paths_and_methods_answer_statuses(api: FakeKubeAPI) -> None:
 
 
 def test_a_2000_pod_cluster_lists_whole_and_in_pages(core: CoreV1Api) -> None:
+    """Slow (about 10-20 s): 2,000 pods are created through the stand-in's HTTP API and listed both
+    ways."""
     built = f.cluster()
     with FakeKubeAPI() as server:
         server.load(built)

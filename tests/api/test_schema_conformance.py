@@ -163,6 +163,8 @@ def server(callers: dict[str, dict[str, str]], tmp_path: Path) -> Iterator[str]:
 
 
 def test_every_operation_answers_as_its_schema_says_for_every_kind_of_caller(callers, server):
+    """Slow (one to three minutes): schemathesis generates examples for every operation of the
+    served schema, for each kind of caller."""
     failures: list[str] = []
     for role in os.environ.get("SCHEMA_ROLES", ",".join(ROLES)).split(","):
         AccessAttempt.objects.all().delete()  # a role's wrong passwords must not lock out the next

@@ -89,6 +89,7 @@ def admin_page(signed_in_page) -> Page:
 
 
 def test_every_form_field_has_a_label_and_all_text_has_enough_contrast(admin_page: Page):
+    """Slow (about 20 s): Chromium opens every form page of the console and checks each one."""
     problems = {}
     for url in PAGES:
         response = admin_page.goto(url)

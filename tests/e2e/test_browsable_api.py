@@ -30,6 +30,7 @@ def demo(transactional_db) -> None:
 def test_an_operator_browses_from_the_root_and_saves_a_quota_from_the_page(
     demo, signed_in_page: Callable[..., Page]
 ) -> None:
+    """Slow (about 20 s): a whole walk through the browsable API in Chromium, page by page."""
     page = signed_in_page("operator")
     page.goto("/api/v1/")
     expect(page.get_by_role("heading", level=1)).to_have_text("API root")

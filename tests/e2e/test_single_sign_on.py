@@ -148,6 +148,8 @@ class Person:
 
 
 def test_a_mapped_person_signs_in_and_their_role_follows_their_groups(sso, chromium):
+    """Slow (about 20 s): real sign-ins through the OpenID Connect provider, one per change of
+    groups."""
     call_command("import_config", "demo/queues.yaml", stdout=io.StringIO())
     sso.provider.add_user("alice", IDP_PASSWORD, ["sre", "staff"])
     alice = Person(chromium, sso, "alice")

@@ -51,6 +51,8 @@ def cluster() -> list[dict]:
 def test_a_pod_that_does_not_tolerate_the_gpu_taint_never_evicts_on_a_gpu_node(
     stack: Stack,
 ) -> None:
+    """Slow (about 30 s): the real agent, product, worker and beat; it waits several 5-second
+    sweeps to show that nothing more is evicted."""
     partition = Partition.objects.get(name=PARTITION)
     config = partition.current_config()
     config_services.save_partition_config(

@@ -280,6 +280,8 @@ def product_resources(pod: dict[str, Any]) -> dict[str, int]:
 
 
 def test_a_cluster_of_50_nodes_and_2000_pods_appears_in_one_push(stack: Stack) -> None:
+    """Slow (about 30 s): 2,000 pods created in the stand-in, listed by the real agent and pushed
+    to the product."""
     cluster = fixtures.cluster(nodes=50, pods=2000)
     stack.kube.load(cluster)
     summary = cluster["summary"]
@@ -459,6 +461,8 @@ def all_acknowledged(run: PreemptionRun) -> bool:
 
 
 def test_a_lowered_quota_evicts_exactly_the_runs_victims_then_usage_fits(stack: Stack) -> None:
+    """Slow (about 30 s): the whole loop with real processes: a lowered quota's delay, beat's
+    sweep, the run, the agent's evictions and its next push."""
     stack.kube.load(small_cluster(sandbox_pods(8, "etl")))  # 32Gi in root.sandbox
     stack.agent()
     stack.wait(lambda: converged(stack.kube), "the cluster never reached the product")
@@ -480,6 +484,8 @@ def test_a_lowered_quota_evicts_exactly_the_runs_victims_then_usage_fits(stack: 
 
 
 def test_a_budget_that_refuses_delays_an_eviction_without_losing_it(stack: Stack) -> None:
+    """Slow (about 30 s): the real agent, product, worker and beat; the refused eviction is retried
+    after the agent's back-off."""
     pods = sandbox_pods(6, "web", labels={"app": "web"})
     budget = fixtures.pdb("sandbox", "web", match_labels={"app": "web"}, disruptions_allowed=0)
     stack.kube.load(small_cluster(pods, budget))
@@ -566,6 +572,8 @@ def test_a_killed_agent_restarts_converges_and_evicts_nothing_twice(stack: Stack
 
 
 def test_a_410_gone_relists_and_pushes_the_difference(stack: Stack) -> None:
+    """Slow (about 20 s): the real agent against the stand-in and the product; it waits for a re-
+    list and the push after it."""
     pods = sandbox_pods(4, "etl")
     stack.kube.load(small_cluster(pods))
     stack.agent()

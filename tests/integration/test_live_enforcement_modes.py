@@ -42,6 +42,8 @@ def set_settings(**settings: object) -> None:
 def test_an_observing_partition_records_the_run_and_evicts_nothing_until_switched(
     live: LiveLoop,  # noqa: F811
 ) -> None:
+    """Slow (about 30 s): real worker and beat; it waits a quota delay and sweeps twice, once
+    observing and once enforcing."""
     make_partition(team_config("1s"), TEAM_TASKS)
     set_settings(enforcement="observe")
     live.worker("worker")
@@ -78,6 +80,8 @@ def test_an_observing_partition_records_the_run_and_evicts_nothing_until_switche
 def test_a_paced_run_waits_a_window_between_its_orders_with_a_real_worker(
     live: LiveLoop,  # noqa: F811
 ) -> None:
+    """Slow (over a minute): a pace is a number of evictions per minute, so the test waits for a
+    second minute's window with a real worker and beat."""
     make_partition(team_config("1s"), TEAM_TASKS)
     set_settings(max_evictions_per_minute=2)
     live.worker("worker")

@@ -273,6 +273,8 @@ DOUBLE_CTRL_C: list[Signal | float] = [("group", signal.SIGINT), 0.3, ("group", 
     ],
 )
 def test_signals_to_a_running_product_stop_every_process(start_run, through_make, signals):
+    """Slow (20-45 s each): `make run` starts the whole product (web, workers, beat) before the
+    signals are sent and every process is waited for."""
     run = start_run(through_make=through_make)
     run.wait_until_ready()
     members = session_processes(run.leader.pid)

@@ -99,6 +99,8 @@ def operator_token(transactional_db: None) -> Iterator[str]:
 
 
 def test_two_servers_sharing_redis_count_against_one_limit(operator_token, tmp_path):
+    """Slow (about 20 s): two real gunicorn servers start and are hammered until the shared limit
+    answers 429."""
     with ExitStack() as stack:
         first = _web(stack, tmp_path, "web-a", workers=1, redis=True)
         second = _web(stack, tmp_path, "web-b", workers=1, redis=True)

@@ -149,6 +149,8 @@ def test_guesses_at_a_user_name_from_many_addresses_never_lock_its_owner_out():
 
 @pytest.mark.django_db
 def test_an_address_is_locked_only_after_many_failures_across_many_names():
+    """Slow (about 10 s): some 150 sign-ins through the whole middleware chain, as many as it takes
+    to lock an address."""
     make_user("vera")
     shared = "10.0.0.66"  # an office behind one NAT address
     # One person mistyping their own name's password a hundred times: the pair is locked,
@@ -309,6 +311,8 @@ def test_an_admin_unlocks_from_the_users_page_and_the_audit_names_the_lock_lifte
 
 @pytest.mark.django_db
 def test_the_command_lists_and_unlocks_and_says_what_it_lifted():
+    """Slow (about 10-20 s): the locks are made by real failed sign-ins before the command lists
+    and lifts them."""
     make_user("vera")
     shared = "10.0.0.77"
     for i in range(ADDRESS_LIMIT // LIMIT):

@@ -131,6 +131,8 @@ def enforce(name: str, sweepers: int) -> dict[str, object]:
 
 
 def test_two_sweepers_at_once_preempt_exactly_what_one_sweeper_does() -> None:
+    """Slow (about 20 s): two real sweeper processes race, repeated, against a reference run by one
+    sweeper."""
     make_partition("alone")
     alone = enforce("alone", sweepers=1)
     # One sweeper: b's run first (4 of b's tasks), then team's run on what is left (160G - 40G

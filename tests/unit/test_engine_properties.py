@@ -218,6 +218,7 @@ def test_priority_victims_are_strictly_lower_and_make_room(state, which):
 @PROPERTY_SETTINGS
 @given(state=clusters(), which=st.integers(0, 2))
 def test_required_node_victims_run_on_the_node_and_never_outrank_the_ask(state, which):
+    """Slow (about 20 s): a property test over many generated clusters (hypothesis)."""
     ask = replace(state.asks[which], required_node=state.nodes[0].name, job=None)
     state = replace(state, asks=(ask,))
     plan = plan_required_node(state, ask.id, NOW, Options())

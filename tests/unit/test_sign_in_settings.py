@@ -52,6 +52,7 @@ def test_bad_role_groups_stop_start_up(text: str, message: str) -> None:
 
 
 def test_single_sign_on_starts_when_complete() -> None:
+    """Starts `manage.py check` in a new process (a few seconds): start-up is what is tested."""
     result = run_check(SCHEDULER_ENV="local", **OIDC)
     assert result.returncode == 0, result.stderr
 
@@ -63,6 +64,7 @@ def test_single_sign_on_half_configured_stops_start_up(missing: str) -> None:
 
 
 def test_single_sign_on_needs_role_groups_or_grant_groups() -> None:
+    """Starts `manage.py check` in new processes (a few seconds each): start-up is what refuses."""
     neither = run_check(SCHEDULER_ENV="local", **{**OIDC, "OIDC_ROLE_GROUPS": ""})
     assert neither.returncode != 0
     assert "OIDC_ROLE_GROUPS or OIDC_GRANT_GROUPS must be set" in neither.stderr
@@ -124,6 +126,8 @@ def test_a_bad_lockout_setting_stops_start_up() -> None:
 
 
 def test_trusted_proxies_are_addresses_or_networks() -> None:
+    """Starts `manage.py check` in a new process per value (a few seconds each): start-up is what
+    refuses."""
     ok = run_check(SCHEDULER_ENV="local", SIGNIN_TRUSTED_PROXIES="172.31.250.1, 10.0.0.0/8")
     assert ok.returncode == 0, ok.stderr
     count = run_check(SCHEDULER_ENV="local", SIGNIN_TRUSTED_PROXIES="1")
