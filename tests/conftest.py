@@ -89,6 +89,9 @@ XDIST_GROUPS: dict[str, str] = {
     "tests/integration/test_concurrent_saves.py": "concurrent-saves",
     "tests/integration/test_revocation_races.py": "revocation-races",
     "tests/integration/test_run_abort_races.py": "run-abort-races",
+    # Its state is committed once for the whole module (a transactional test beside it on the
+    # same worker would empty the tables under it).
+    "tests/integration/test_role_matrix.py": "role-matrix",
     "tests/unit/test_docs_site.py": "docs-site",
     "tests/integration/test_kubernetes_manifests.py": "kubernetes-manifests",
     "tests/agent/test_kube_fixtures.py": "kube-fixtures",
