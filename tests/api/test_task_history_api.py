@@ -124,3 +124,6 @@ def test_history_of_an_unknown_partition_or_without_sign_in(tenants):
     path = f"allocations/{victim.allocation_id}/history/"
     assert viewer.get(f"/api/v1/partitions/nope/{path}").status_code == 404
     assert APIClient().get(f"{API}/{path}").status_code == 401
+    # A NUL in the path is refused before any view (``base.middleware``), never a 500.
+    assert viewer.get(f"{API}/allocations/a%00b/history/").status_code == 400
+    assert viewer.get(f"{API}/applications/a%00b/history/").status_code == 400

@@ -172,6 +172,8 @@ def test_the_top_bar_search_leads_a_tenant_to_their_task_and_why(tenants):
 
 def test_the_search_explains_text_it_cannot_match_in_place(tenants):
     viewer = console("viewer")
+    empty = viewer.get("/find/")
+    assert empty.status_code == 200 and "Nothing matches" not in empty.content.decode()
     long = viewer.get("/find/", {"q": "x" * 300})
     assert (
         long.status_code == 200
