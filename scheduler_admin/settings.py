@@ -560,6 +560,8 @@ except ValueError as exc:
 METRICS_QUEUE_MAX_DEPTH = env.int("METRICS_QUEUE_MAX_DEPTH", 2, minimum=0)
 # ... and at most this many queues in all, shallowest first (the deepest are dropped first).
 METRICS_QUEUE_LIMIT = env.int("METRICS_QUEUE_LIMIT", 500, minimum=1)
+# Tasks preempted per application: this many applications per partition, the rest as OTHER.
+METRICS_APPLICATION_LIMIT = env.int("METRICS_APPLICATION_LIMIT", 20, minimum=1)
 # prometheus-client's multiprocess mode: a directory shared by web and the workers, emptied when
 # the stack starts (scripts/run.sh, docker-compose's tmpfs volume). Blank: one process's values.
 PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", "")

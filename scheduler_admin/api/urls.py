@@ -11,6 +11,8 @@ urlpatterns = [
     path("", ApiRootView.as_view(), name="api-root"),
     path("auth/token/", ObtainTokenView.as_view(), name="api-token"),
     path("", include("scheduler_admin.api.queues.urls")),
+    # Before the cluster's routes, whose detail routes take any id (history_urls says why).
+    path("", include("scheduler_admin.api.enforcement.history_urls")),
     path("", include("scheduler_admin.api.cluster.urls")),
     path("", include("scheduler_admin.api.enforcement.urls")),
     path("", include("scheduler_admin.api.agents.urls")),

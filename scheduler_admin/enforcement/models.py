@@ -229,6 +229,15 @@ class RunVictim(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["run", "allocation_id"], name="victim_unique_in_run"),
         ]
+        indexes = [
+            # How often a queue's or an application's tasks were preempted lately, and the
+            # applications preempted most (``task_history``): victims by when preempted.
+            models.Index(
+                fields=["preempted_at"],
+                condition=Q(preempted_at__isnull=False),
+                name="victim_preempted_at",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"{self.allocation_id} (run {self.run_id})"
@@ -283,6 +292,17 @@ class RunCandidate(models.Model):
         ]
         indexes = [
             models.Index(fields=["run", "reason"], name="candidate_run_reason"),
+            # "Why was my pod evicted?" (``task_history``): every run that considered a task or
+            # an application's tasks, by exact id and by the search box's prefix (the pattern
+            # operator class serves ``LIKE 'id%'`` on PostgreSQL whatever the collation).
+            models.Index(
+                fields=["candidate"], name="candidate_task_id", opclasses=["varchar_pattern_ops"]
+            ),
+            models.Index(
+                fields=["application"],
+                name="candidate_application",
+                opclasses=["varchar_pattern_ops"],
+            ),
         ]
 
     def __str__(self) -> str:

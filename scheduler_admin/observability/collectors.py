@@ -13,7 +13,9 @@ depth at most ``METRICS_QUEUE_MAX_DEPTH`` (root is depth 0, ``root.a`` 1), taken
 and, within a depth, by partition and path: the deepest queues are dropped first, then, at the
 deepest exported depth, the last in partition and path order. Each exported queue gives one
 series per resource name its usage, guarantee or max has. ``scheduler_admin_queues`` and
-``scheduler_admin_queues_exported`` say how many there were and how many were exported.
+``scheduler_admin_queues_exported`` say how many there were and how many were exported. The
+per-application preemptions export at most ``METRICS_APPLICATION_LIMIT`` applications per
+partition, plus one ``OTHER`` series for the rest.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Max, Min
+from django.db.models import Count, Max, Min, OuterRef, Subquery
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -50,6 +52,7 @@ GAUGES: dict[str, tuple[str, ...]] = {
     "scheduler_admin_queue_max": ("partition", "queue", "resource"),
     "scheduler_admin_queues": ("partition",),
     "scheduler_admin_queues_exported": ("partition",),
+    "scheduler_admin_application_preemptions": ("partition", "application"),
 }
 
 
@@ -74,6 +77,11 @@ def _age(now: datetime, then: datetime) -> float:
     return max((now - then).total_seconds(), 0.0)
 
 
+#: The label of the applications past ``METRICS_APPLICATION_LIMIT`` (and of victims whose run
+#: recorded no application). Application ids are Kubernetes names, which hold no upper case.
+OTHER_APPLICATIONS = "OTHER"
+
+
 class DatabaseCollector:
     """The gauges (``GAUGES`` lists their names); reads the database on every ``collect``."""
 
@@ -89,6 +97,7 @@ class DatabaseCollector:
         yield from self._agents(now)
         yield from self._heartbeats(now)
         yield from self._queues(partitions)
+        yield from self._applications(partitions, now)
 
     def _evictions(self, partitions: dict[int, str], now: datetime) -> Iterator[Metric]:
         from scheduler_admin.enforcement.models import EvictionOrder, EvictionStatus
@@ -272,6 +281,39 @@ class DatabaseCollector:
                 age.add_metric([kind], _age(now, seen[kind]))
         yield age
 
+    def _applications(self, partitions: dict[int, str], now: datetime) -> Iterator[Metric]:
+        """Tasks preempted per application over the last week (``task_history.TOP_WINDOW``):
+        the victims preempted since then (index ``victim_preempted_at``), each with the
+        application its run recorded, counted in one grouped query."""
+        from scheduler_admin.enforcement.models import RunCandidate, RunVictim
+        from scheduler_admin.enforcement.task_history import TOP_WINDOW
+
+        gauge = _gauge(
+            "scheduler_admin_application_preemptions",
+            f"Tasks preempted in the last {TOP_WINDOW.days} days, by partition and application: "
+            "the METRICS_APPLICATION_LIMIT applications preempted most in each partition, and "
+            f"{OTHER_APPLICATIONS} for the others together.",
+        )
+        application = RunCandidate.objects.filter(
+            run=OuterRef("run"), candidate=OuterRef("allocation_id")
+        ).values("application")[:1]
+        rows = (
+            RunVictim.objects.filter(preempted_at__gte=now - TOP_WINDOW)
+            .annotate(app=Subquery(application))
+            .values_list("run__partition_id", "app")
+            .annotate(count=Count("*"))
+            .order_by()
+        )
+        counts: dict[str, dict[str, int]] = {name: {} for name in partitions.values()}
+        for partition_id, app, count in rows:
+            name = partitions.get(partition_id)
+            if name is not None:
+                key = app or OTHER_APPLICATIONS
+                counts[name][key] = counts[name].get(key, 0) + count
+        for labels in _top_applications(counts, settings.METRICS_APPLICATION_LIMIT):
+            gauge.add_metric(list(labels[:2]), labels[2])
+        yield gauge
+
     def _queues(self, partitions: dict[int, str]) -> Iterator[Metric]:
         from scheduler_admin.queues.models import Queue
 
@@ -335,6 +377,18 @@ class DatabaseCollector:
         yield maximum
         yield total
         yield exported
+
+
+def _top_applications(
+    counts: dict[str, dict[str, int]], limit: int
+) -> Iterator[tuple[str, str, int]]:
+    """Per partition: its ``limit`` applications preempted most by name, then ``other`` with the
+    sum of the rest (always, 0 when none), so the series stay few whatever the cluster does."""
+    for name in sorted(counts):
+        ranked = sorted(counts[name].items(), key=lambda item: (-item[1], item[0]))
+        for application, count in ranked[:limit]:
+            yield name, application, count
+        yield name, OTHER_APPLICATIONS, sum(count for _, count in ranked[limit:])
 
 
 def _usage(partition_id: int, paths: list[str]) -> dict[str, dict[str, int]]:

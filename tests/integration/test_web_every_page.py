@@ -33,6 +33,7 @@ from scheduler_admin.enforcement.models import (
     EvictionOrder,
     PreemptionRun,
     QuotaTimer,
+    RunCandidate,
 )
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
@@ -121,6 +122,8 @@ def console_pages(run: PreemptionRun) -> list[str]:
         "max-0-max": "300Gi",
     })  # fmt: skip
     queues = [queue_url("default", path) for path in Queue.objects.values_list("path", flat=True)]
+    victim = run.victims.order_by("position").first()
+    application = RunCandidate.objects.get(run=run, candidate=victim.allocation_id).application
     return [
         "/",
         "/?open=root.batch.nightly",
@@ -135,6 +138,11 @@ def console_pages(run: PreemptionRun) -> list[str]:
         "/runs/",
         f"/runs/{run.pk}/",
         "/audit/",
+        "/audit/verify/?run=1",
+        f"/find/?q={victim.allocation_id}",
+        "/find/?q=root",
+        f"/partitions/default/tasks/{victim.allocation_id}/",
+        f"/partitions/default/applications/{application}/",
         "/simulator/",
         f"/simulator/?{simulation}",
         "/fences/",

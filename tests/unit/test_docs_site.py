@@ -192,7 +192,7 @@ def test_every_metric_is_on_the_metrics_page_with_its_labels():
         for m in (*metrics.COUNTERS, *metrics.HISTOGRAMS)
     }
     exported |= collectors.GAUGES
-    assert len(exported) == 20
+    assert len(exported) == 21
     for name, labels in exported.items():
         assert name in rows, f"{name} is not on the metrics page"
         assert all(f" {label}" in rows[name] for label in labels), (name, labels, rows[name])

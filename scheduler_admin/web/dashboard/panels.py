@@ -14,6 +14,7 @@ from django.db.models import Q
 from scheduler_admin.accounts import permissions
 from scheduler_admin.agents.status import agent_statuses
 from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
+from scheduler_admin.enforcement.task_history import TOP_WINDOW, most_preempted
 from scheduler_admin.enforcement.visibility import visible_runs
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.system.models import WorkerHeartbeat
@@ -51,6 +52,9 @@ def panels(tree: QueueTree, user: Any) -> dict[str, Any]:
         "alerts": alerts(partition, now, user),
         "runs": list(runs.listed().defer("targets", "freed", "nominations")[:RECENT]),
         "revisions": list(revisions[:RECENT]),
+        # The applications whose tasks were preempted most lately, in the reader's subtrees.
+        "most_preempted": most_preempted(partition, user, now),
+        "most_preempted_days": TOP_WINDOW.days,
     }
 
 

@@ -31,6 +31,7 @@ from scheduler_admin.accounts import permissions
 from scheduler_admin.accounts.permissions import CANCEL_TIMER, EDIT_QUEUE, READ, can
 from scheduler_admin.cluster.resource_types import resource_type_warnings
 from scheduler_admin.enforcement.previews import preview_change
+from scheduler_admin.enforcement.task_history import preemption_counts
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.queues.saved import current_config
@@ -208,6 +209,8 @@ def _page(
         # Usage over time (issue 16, usage history)
         **usage_history(partition, path, request.GET, now, request.user),
         "history": queue_history(partition, path),
+        # How often the subtree's tasks were preempted lately, with the runs that did it.
+        "preempted": preemption_counts(partition, request.user, now, queue=path),
         "history_url": reverse("history") + "?" + urlencode({"partition": partition.name}),
         "simulator_url": reverse("simulator")
         + "?"
