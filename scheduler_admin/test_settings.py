@@ -37,7 +37,7 @@ DATABASES["default"]["TEST"] = {"NAME": f"test_scheduler_admin_{os.getpid()}"}  
 
 # The test client builds the middleware chain for every client: WhiteNoise's table of static
 # files is built once per process instead (tests/support/static_files.py says why).
-MIDDLEWARE = [  # noqa: F405
+MIDDLEWARE = [
     "tests.support.static_files.FindersOnceWhiteNoiseMiddleware"
     if entry == "whitenoise.middleware.WhiteNoiseMiddleware"
     else entry
