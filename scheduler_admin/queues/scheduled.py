@@ -43,6 +43,7 @@ from preemption.hierarchy import (
     is_validated,
     normalized_config,
     validate_config,
+    with_settings,
 )
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
@@ -134,22 +135,26 @@ def schedule_config(
     expected_revision: int | None,
     authorize: Authorize | None = None,
     now: datetime | None = None,
+    kind: ScheduledKind = ScheduledKind.CONFIG,
 ) -> ScheduledChange:
     """Keep a whole config for ``apply_at``, after checking it as
-    ``services.save_partition_config`` would save it now. The partition must exist (a new one
-    is created by a plain save)."""
+    ``services.save_partition_config`` would save it now (``kind`` IMPORT: as
+    ``services.import_partition_configs`` would, keeping the product's own settings). The
+    partition must exist (a new one is created by a plain save)."""
     now = now or timezone.now()
     check_apply_at(apply_at, now)
     with transaction.atomic():
         partition = _checked(
             config.name,
-            lambda _current: config,
+            (lambda current: _as_import(config, current))
+            if kind == ScheduledKind.IMPORT
+            else (lambda _current: config),
             comment=comment,
             expected_revision=expected_revision,
             authorize=authorize,
         )
         return _keep(
-            partition, ScheduledKind.CONFIG, "", normalized_config(config).to_json(),
+            partition, kind, "", normalized_config(config).to_json(),
             apply_at=apply_at, actor=actor, comment=comment, now=now,
         )  # fmt: skip
 
@@ -242,7 +247,8 @@ def apply_change(
         return None
     with transaction.atomic():
         refused = ""
-        if authorizer_for is not None:
+        by_system = change.author_id is None and change.author_name == actor_name(None)
+        if authorizer_for is not None and not by_system:
             if change.author is None:
                 refused = "its author's account no longer exists"
             else:
@@ -284,7 +290,7 @@ def queue_edit(path: str, changes: Mapping[str, Any]) -> services.ConfigEdit:
 
 def describe(change: ScheduledChange) -> str:
     """What a change sets, in a few words ("root.a: max, guaranteed"; "the whole config")."""
-    if change.kind == ScheduledKind.CONFIG:
+    if change.kind != ScheduledKind.QUEUE:
         return "the whole config"
     return f"{change.queue_path}: {', '.join(sorted(change.change)) or 'nothing'}"
 
@@ -298,6 +304,13 @@ def visible_to(queryset: Any, scope: Any) -> Any:
 
 
 # ---- inside ---------------------------------------------------------------------------------
+def _as_import(imported: PartitionConfig, current: PartitionConfig) -> PartitionConfig:
+    """``imported`` with the product's own settings of ``current``, as an import saves it
+    (``services.PRODUCT_SETTINGS``: ``queues.yaml`` does not carry them)."""
+    kept = {key: getattr(current.settings, key) for key in services.PRODUCT_SETTINGS}
+    return with_settings(imported, replace(imported.settings, **kept))
+
+
 def _checked(
     name: str,
     edit: services.ConfigEdit,
@@ -392,6 +405,11 @@ def _save(change: ScheduledChange) -> services.SaveResult:
     """Save the change through the one save service, inside the claim's transaction (its
     ``atomic`` is a savepoint here: a refusal rolls back to it and the claim stays usable)."""
     comment = revision_comment(change)
+    if change.kind == ScheduledKind.IMPORT:
+        [result] = services.import_partition_configs(
+            [PartitionConfig.from_json(change.change)], actor=change.author, comment=comment
+        )
+        return result
     if change.kind == ScheduledKind.CONFIG:
         return services.save_partition_config(
             PartitionConfig.from_json(change.change), actor=change.author, comment=comment

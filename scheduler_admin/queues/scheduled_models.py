@@ -26,6 +26,9 @@ class ScheduledStatus(models.TextChoices):
 class ScheduledKind(models.TextChoices):
     QUEUE = "queue", "Queue change"
     CONFIG = "config", "Whole config"
+    #: A partition of a ``queues.yaml`` (``import_config --apply-at``): saved as an import, so
+    #: it keeps the product's own settings as they are at its time.
+    IMPORT = "import", "Whole config (import)"
 
 
 class ScheduledChange(models.Model):
@@ -34,7 +37,9 @@ class ScheduledChange(models.Model):
     ``queue_path`` is the queue a queue change concerns ("" for a whole config): what a queue
     grant's holder may see and what a tenant admin may cancel is decided on it. ``change`` is
     the named fields of a queue change (quantities as integers, as ``QueueConfig`` holds them)
-    or the whole config's JSON. Once it leaves ``pending`` a row is never changed again:
+    or the whole config's JSON. A change without author (``author_name`` "system": a command
+    run without ``--user``) is applied without a rights check; one whose author's account was
+    deleted is refused at its time. Once it leaves ``pending`` a row is never changed again:
     ``revision_number`` is the revision it became, ``reason`` why it failed.
     """
 

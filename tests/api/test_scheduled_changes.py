@@ -330,3 +330,36 @@ def test_a_whole_config_is_applied_at_its_time(partition) -> None:
     change = ScheduledChange.objects.get()
     assert change.status == ScheduledStatus.APPLIED
     assert ConfigRevision.objects.get(number=change.revision_number).author == admin
+
+
+# --- import_config --apply-at -------------------------------------------------------------------
+
+
+def test_import_config_with_apply_at_schedules_an_import_that_keeps_product_settings(
+    partition, tmp_path
+) -> None:
+    import io
+
+    from django.core.management import CommandError, call_command
+
+    path = tmp_path / "queues.yaml"
+    path.write_text(TENANTS_CONFIG.replace("max: {memory: 400G}", "max: {memory: 300G}", 1))
+    with pytest.raises(CommandError, match="--apply-at"):
+        call_command("import_config", str(path), "--apply-at", "2020-01-01T00:00:00+00:00")
+    with pytest.raises(CommandError, match="--apply-at"):
+        call_command("import_config", str(path), "--apply-at", "next tuesday")
+    assert not ScheduledChange.objects.exists()
+
+    apply_at = timezone.now() + timedelta(hours=1)
+    out = io.StringIO()
+    call_command("import_config", str(path), "--apply-at", apply_at.isoformat(), stdout=out)
+    assert "scheduled as change" in out.getvalue()
+    assert Queue.objects.get(path="root.team-a").max == {"memory": 400 * GB}
+    # A product setting changed before its time is kept by the scheduled import.
+    services.update_partition_settings("default", actor=None, comment="miss", miss_percent=9)
+
+    apply_due_at(apply_at + timedelta(seconds=1))
+
+    assert ScheduledChange.objects.get().status == ScheduledStatus.APPLIED
+    assert Queue.objects.get(path="root.team-a").max == {"memory": 300 * GB}
+    assert Partition.objects.get(name="default").miss_percent == 9

@@ -87,7 +87,7 @@ class ScheduledChangeSerializer(serializers.ModelSerializer):
 
 def shown_change(change: ScheduledChange) -> dict[str, Any]:
     """The change as the API shows quantities: exact strings, as the queue rows show them."""
-    if change.kind == ScheduledKind.CONFIG:
+    if change.kind != ScheduledKind.QUEUE:
         return dict(change.change)
     shown: dict[str, Any] = {}
     for field, value in change.change.items():

@@ -63,7 +63,7 @@ def scheduled_rows(partition: Partition, user: Any, *, path: str | None = None) 
 
 def what_it_changes(change: ScheduledChange) -> list[str]:
     """One line per field it sets ("max: memory 40G"), or the whole config's size."""
-    if change.kind == ScheduledKind.CONFIG:
+    if change.kind != ScheduledKind.QUEUE:
         count = len(change.change.get("queues", []))
         return [f"the whole config ({count} queues and the partition settings)"]
     lines = []
