@@ -330,6 +330,7 @@ def _checked(
         authorize(partition, exclusive=False)
     else:
         lock_partition(partition.pk, exclusive=False)
+    partition.refresh_from_db()  # its version as of the lock (a save waits for it now)
     if expected_revision is not None and expected_revision != partition.version:
         raise services.StaleVersion(
             f"partition {partition.name!r} is at version {partition.version}, "

@@ -169,6 +169,21 @@ def test_a_whole_config_put_with_apply_at_is_kept_and_its_preview_says_it_is_jud
     assert Partition.objects.get(name="default").miss_percent != 7
 
 
+def test_a_yaml_config_put_takes_apply_at_as_a_query_parameter(partition) -> None:
+    admin = client_of(user_with_role("adm", "admin"))
+    body = TENANTS_CONFIG.replace("max: {memory: 400G}", "max: {memory: 300G}", 1)
+    version = Partition.objects.get(name="default").version
+    url = f"{API}/config.yaml?version={version}&comment=yaml"
+    naive = admin.put(f"{url}&apply_at=2099-01-01T00:00:00", body, content_type="application/yaml")
+    assert naive.status_code == 400 and "apply_at" in naive.json()["errors"]
+    at = (timezone.now() + timedelta(hours=1)).isoformat().replace("+00:00", "Z")
+    response = admin.put(f"{url}&apply_at={at}", body, content_type="application/yaml")
+    assert response.status_code == 202, response.content
+    assert Queue.objects.get(path="root.team-a").max == {"memory": 400 * GB}
+    apply_due_at(timezone.now() + timedelta(hours=1, seconds=1))
+    assert Queue.objects.get(path="root.team-a").max == {"memory": 300 * GB}
+
+
 # --- Listing and cancelling ---------------------------------------------------------------------
 
 
