@@ -100,3 +100,14 @@ def test_a_form_that_changes_nothing_schedules_nothing(partition) -> None:
     response = operator.post(queue_url("default", WEB), body)
     assert response.status_code == 200 and "Nothing to schedule" in response.content.decode()
     assert not ScheduledChange.objects.exists()
+
+
+def test_a_preview_with_apply_at_says_it_will_be_judged_again(partition) -> None:
+    operator = signed_in_client("operator", "op")
+    queue = Queue.objects.get(path=WEB)
+    future = (timezone.now() + timedelta(hours=1)).isoformat()
+    body = schedule_body(queue, future)
+    body["action"] = "preview"
+    page = operator.post(queue_url("default", WEB), body).content.decode()
+    assert "Preview of the change" in page and "validated again" in page
+    assert not ScheduledChange.objects.exists()
