@@ -37,6 +37,12 @@ BEAT_SCHEDULE: dict[str, dict[str, object]] = {
         "schedule": 5.0,
         "options": {"expires": 4.0},
     },
+    # Scheduled changes (SPEC 6): applied within one sweep of their time.
+    "apply-scheduled-changes": {
+        "task": "scheduler_admin.accounts.tasks.apply_scheduled_changes",
+        "schedule": 5.0,
+        "options": {"expires": 4.0},
+    },
     "sweep-pending-asks": {
         "task": "scheduler_admin.enforcement.tasks.sweep_pending_asks",
         "schedule": 5.0,

@@ -75,12 +75,14 @@ XDIST_GROUPS: dict[str, str] = {
             "tests/e2e/test_tenant_admin.py",
             "tests/e2e/test_users_and_timers.py",
             "tests/e2e/test_tenant_accounts.py",
+            "tests/e2e/test_scheduled_changes.py",
         ],
         "e2e-b",
     ),
     # Real-time assertions against beat's 5 s sweeps (within one sweep after a timer is due):
     # one live loop at a time.
     "tests/integration/test_live_loop.py": "live-loop",
+    "tests/integration/test_scheduled_changes_live.py": "live-loop",
     # `make run` started whole, again and again, with signals sent to its process groups; the
     # module prepares its SQLite var/ once.
     "tests/integration/test_run_script.py": "run-script",

@@ -73,6 +73,8 @@ CREATE_QUEUE = "create_queue"
 DELETE_QUEUE = "delete_queue"
 #: Abort an active run of the queue.
 ABORT_RUN = "abort_run"
+#: Cancel someone else's scheduled change of a queue (its author may always cancel their own).
+CANCEL_SCHEDULED = "cancel_scheduled"
 #: What the cluster's agent does: push cluster state, acknowledge and report on evictions,
 #: heartbeats. They act on the whole cluster, so no grant allows them.
 OPERATE_CLUSTER = "operate_cluster"
@@ -101,6 +103,7 @@ RULES: dict[str, Rule] = {
     CREATE_QUEUE: Rule(ADMIN, ADMIN, "create queues under"),
     DELETE_QUEUE: Rule(ADMIN, ADMIN, "delete", strictly_below=True),
     ABORT_RUN: Rule(ADMIN, ADMIN, "abort the runs of"),
+    CANCEL_SCHEDULED: Rule(ADMIN, ADMIN, "cancel the scheduled changes of"),
     OPERATE_CLUSTER: Rule(OPERATOR, None, "act for the cluster"),
     ADMINISTER: Rule(ADMIN, None, "administer"),
 }

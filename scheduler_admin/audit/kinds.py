@@ -64,6 +64,11 @@ class AuditKind(models.TextChoices):
     USER_GROUPS_CHANGED = "user.groups_changed", "User groups changed"
     # Passwords change in the product, never in the Django admin (no back doors).
     USER_PASSWORD_CHANGED = "user.password_changed", "User password changed"
+    # Scheduled changes (queues.scheduled): kept for a time, then applied, failed or cancelled.
+    SCHEDULED_CREATED = "scheduled.created", "Change scheduled"
+    SCHEDULED_APPLIED = "scheduled.applied", "Scheduled change applied"
+    SCHEDULED_FAILED = "scheduled.failed", "Scheduled change failed"
+    SCHEDULED_CANCELLED = "scheduled.cancelled", "Scheduled change cancelled"
 
 
 class UnknownAuditKind(ValueError):

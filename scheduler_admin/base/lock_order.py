@@ -28,6 +28,9 @@ skipping the levels it does not need, never going back to an earlier level:
    exclusive conflict: a config save waits for the chunk in flight and the next chunk waits for
    the save, so a chunk re-checks its queue (``runs.stopping.no_longer_needed``) on the config
    as saved and every victim of a chunk begun before a save committed before it.
+   2a. **A scheduled change's row** ``FOR UPDATE`` (``queues.scheduled``): its cancel (after
+   the partition ``FOR KEY SHARE``) and the sweep that applies it (after the partition
+   ``FOR UPDATE``, ``skip_locked``), before the save it makes takes the later levels.
 3. **The partition's ingest lock** (a transaction-scoped advisory lock, cluster-state pushes
    only: ``cluster.services``).
 4. **Quota timers** of the partition (the sweep locks the due ones in due order, a config

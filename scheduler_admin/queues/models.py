@@ -258,3 +258,11 @@ class ConfigRevision(models.Model):
         for *head, snapshot in revisions.values_list(*fields, "snapshot").iterator(chunk_size=50):
             found = next((q for q in snapshot.get("queues", []) if q.get("path") == path), None)
             yield (*head, found)
+
+
+# Scheduled changes live in a module of their own; imported here so Django registers the model.
+from scheduler_admin.queues.scheduled_models import (  # noqa: E402, F401
+    ScheduledChange,
+    ScheduledKind,
+    ScheduledStatus,
+)

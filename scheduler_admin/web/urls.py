@@ -19,4 +19,5 @@ urlpatterns = [
     path("", include("scheduler_admin.web.partition_settings.urls")),
     path("", include("scheduler_admin.web.help.urls")),
     path("", include("scheduler_admin.web.find.urls")),
+    path("", include("scheduler_admin.web.scheduled.urls")),
 ]

@@ -173,6 +173,7 @@ def test_nested_bodies_are_json_only_and_every_body_may_be_413(schema):
         (f"{P}/revisions/{{number}}/revert", "post"),
         ("/api/v1/runs/{id}/abort", "post"),
         (f"{P}/timers/{{id}}/cancel", "post"),
+        (f"{P}/scheduled-changes/{{id}}/cancel", "post"),
         (f"{P}/evictions/{{id}}/ack", "post"),
     }
     with_body = 0

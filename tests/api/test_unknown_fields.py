@@ -14,16 +14,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
 import yaml
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from scheduler_admin.accounts.grants import give_grant
 from scheduler_admin.accounts.models import QueueGrant
 from scheduler_admin.enforcement.models import PreemptionRun
-from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
+from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, ScheduledChange
+from scheduler_admin.queues.scheduled import schedule_queue_change
 from tests.api.conftest import TOKEN_USER_PASSWORD, Live, assert_error, role_client
 from tests.api.test_malformed_input import snapshot
 from tests.support.team import GB, TEAM_TASKS, team_config
@@ -91,6 +94,9 @@ def writes(live: Live) -> dict[tuple[str, str], Write]:
             default, {"nodes": [{"name": "n2", "capacity": {"memory": "10G"}}]}
         ),
         (f"{P}/timers/{{id}}/cancel", "post"): Write({**default, "id": live.timer.pk}, {}),
+        (f"{P}/scheduled-changes/{{id}}/cancel", "post"): Write(
+            {**default, "id": _scheduled_change()}, {}
+        ),
         (f"{P}/evictions/{{id}}/ack", "post"): Write({**default, "id": live.order.pk}, {}),
         (f"{P}/evictions/acknowledge", "post"): Write(
             default, {"orders": [{"id": live.order.pk, "outcome": "evicted"}]}
@@ -116,6 +122,17 @@ def _grant() -> int:
     if found is None:
         found = give_grant(partition="default", queue_path="root.team.a", role="operator",
                            user="token-user", actor=None).grant  # fmt: skip
+    return found.pk
+
+
+def _scheduled_change() -> int:
+    """A pending scheduled change to cancel (root.team.b's max, tomorrow)."""
+    found = ScheduledChange.objects.filter(status="pending").first()
+    if found is None:
+        found = schedule_queue_change(
+            "default", "root.team.b", version=_version("root.team.b"), actor=None,
+            comment="later", apply_at=timezone.now() + timedelta(days=1), max={"memory": 5 * GB},
+        )  # fmt: skip
     return found.pk
 
 

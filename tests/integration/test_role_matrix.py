@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -33,6 +34,7 @@ from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from scheduler_admin.accounts.grants import give_grant
@@ -44,7 +46,8 @@ from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.cluster.models import Node
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
-from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
+from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, ScheduledChange
+from scheduler_admin.queues.scheduled import schedule_queue_change
 from scheduler_admin.web.common import queue_url
 from scheduler_admin.web.partition_settings.forms import PartitionSettingsForm
 from tests.integration.test_web_queue_page import edit_body
@@ -194,6 +197,12 @@ API_WRITES: dict[tuple[str, str], Write | None] = {
         lambda t, p: Call("POST", f"{API}/agents/heartbeat", {
             "name": "agent-1", "started_at": "2026-03-01T12:00:00Z"}),
     ),
+    # Cancelling another's scheduled change (the author may always cancel their own:
+    # tests/api/test_scheduled_changes.py); the change here is the system's.
+    (f"{P}/scheduled-changes/{{id}}/cancel", "post"): Write(
+        ADMIN_QUEUE, 200, QUEUED,
+        lambda t, p: Call("POST", f"{API}/scheduled-changes/{_scheduled(p)}/cancel", {}),
+    ),
     ("/api/v1/runs/{id}/abort", "post"): Write(
         ADMIN_QUEUE, 200, QUEUED,
         lambda t, p: Call("POST", f"/api/v1/runs/{t.run(p).pk}/abort", {"comment": "stop"}),
@@ -209,6 +218,18 @@ API_WRITES: dict[tuple[str, str], Write | None] = {
         lambda t, p: Call("DELETE", f"/api/v1/grants/{_target_grant()}/", {}),
     ),
 }  # fmt: skip
+
+
+def _scheduled(place: str) -> int:
+    """A pending scheduled change of the place's ``web`` queue, made by the system."""
+    path = queue_path(place, "web")
+    found = ScheduledChange.objects.filter(queue_path=path, status="pending").first()
+    if found is None:
+        found = schedule_queue_change(
+            "default", path, version=_version(path), actor=None, comment="later",
+            apply_at=timezone.now() + timedelta(days=1), max={"memory": 300 * 10**9},
+        )  # fmt: skip
+    return found.pk
 
 
 def _target_token() -> int:
@@ -253,6 +274,7 @@ def snapshot() -> dict[str, Any]:
         "memberships": sorted(Group.objects.values_list("name", "user__username")),
         "tokens": sorted(ApiToken.objects.values_list("user__username", "name")),
         "audit": AuditEvent.objects.count(),
+        "scheduled": sorted(ScheduledChange.objects.values_list("pk", "status")),
     }
 
 
@@ -417,6 +439,10 @@ CONSOLE_FORMS: dict[str, list[Form]] = {
              lambda t, p: _form("GET", f"/timers/{t.timer(p).pk}/cancel/")),
         Form(OPERATE_QUEUE, 302, QUEUED,
              lambda t, p: _form("POST", f"/timers/{t.timer(p).pk}/cancel/", {"comment": "x"})),
+    ],
+    "scheduled-cancel": [
+        Form(ADMIN_QUEUE, 302, QUEUED, lambda t, p: _form(
+            "POST", f"/partitions/default/scheduled/{_scheduled(p)}/cancel")),
     ],
     "run-abort": [
         Form(ADMIN_QUEUE, 302, QUEUED,

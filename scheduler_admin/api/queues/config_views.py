@@ -8,6 +8,7 @@ would trigger (timers and their plans) without saving anything (``preview_views.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
@@ -23,6 +24,8 @@ from preemption.hierarchy import ConfigErrors, normalized_config, validate_confi
 from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.permissions import ADMINISTER, READ
+from scheduler_admin.api.queues import scheduled
+from scheduler_admin.api.queues.apply_at import APPLY_AT_HELP, ApplyAtField
 from scheduler_admin.api.queues.params import (
     FLAG_SCHEMA,
     IF_MATCH,
@@ -75,7 +78,10 @@ class ConfigView(APIView):
         + DRY_RUN_RULE,
         request=ConfigPutBodySerializer,
         parameters=[*DRY_RUN_PARAMETERS, EXPLANATIONS_PARAMETER, IF_MATCH],
-        responses={200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun")},
+        responses={
+            200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun"),
+            202: scheduled.ScheduledChangeSerializer,
+        },
     )
     def put(self, request: Request, partition: str) -> Response:
         obj = services.get_partition(partition)
@@ -83,12 +89,13 @@ class ConfigView(APIView):
         config = config_or_every_fault(body, obj.name)
         deadlines.check("reading the config")
         return _replace_config(request, obj, config, body.validated_data.get("version"),
-                               body.validated_data.get("comment", ""))  # fmt: skip
+                               body.validated_data.get("comment", ""),
+                               body.validated_data.get("apply_at"))  # fmt: skip
 
 
 def _replace_config(
     request: Request, partition: Partition, config: PartitionConfig, body_version: Any,
-    comment: str,
+    comment: str, apply_at: datetime | None = None,
 ) -> Response:  # fmt: skip
     version = expected_version(request, body_version)
     if is_dry_run(request):
@@ -97,9 +104,14 @@ def _replace_config(
                 f"partition {partition.name!r} is at version {partition.version}, not {version}",
                 current=partition.version,
             )
-        return dry_run_body(partition, config, every=every_explanation(request))
+        preview = dry_run_body(partition, config, every=every_explanation(request))
+        return scheduled.judged_again(preview, apply_at)
     if version is None:
         raise ValidationError({"version": ["send the version you read (or If-Match)"]})
+    if apply_at is not None:  # a scheduled change (api/queues/scheduled.py)
+        return scheduled.schedule_whole_config(
+            request, config, version=version, comment=comment, apply_at=apply_at
+        )
     services.save_partition_config(
         config, actor=request.user, comment=comment, expected_revision=version,
         authorize=access.authorizer(request.user, ADMINISTER, None),
@@ -179,6 +191,9 @@ class ConfigYamlView(APIView):
                 {"type": "string", "maxLength": limits.COMMENT_MAX_LENGTH},
                 description="Required to replace an existing partition.",
             ),
+            OpenApiParameter(
+                "apply_at", {"type": "string", "format": "date-time"}, description=APPLY_AT_HELP
+            ),
             IF_MATCH,
         ],
         summary="Replace the config from a queues.yaml body (admin)",
@@ -188,6 +203,7 @@ class ConfigYamlView(APIView):
         responses={
             200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun"),
             201: OpenApiResponse(ConfigSerializer, description="The partition was created."),
+            202: scheduled.ScheduledChangeSerializer,
         },
     )
     def put(self, request: Request, partition: str) -> Response:
@@ -214,7 +230,8 @@ class ConfigYamlView(APIView):
             request.query_params.get("version"), "version",
             minimum=1, maximum=limits.POSITIVE_INT_MAX,
         )  # fmt: skip
-        return _replace_config(request, obj, mine[0], version, _comment_param(request))
+        return _replace_config(request, obj, mine[0], version, _comment_param(request),
+                               _apply_at_param(request))  # fmt: skip
 
 
 def _the_partition_of(configs: list[PartitionConfig], partition: str) -> PartitionConfig:
@@ -233,6 +250,16 @@ def _preview_new_partition(config: PartitionConfig) -> Response:
         raise ConfigErrors(errors)
     facts = yunikorn_facts(normalized_config(config), resource_type_warnings(None, config))
     return Response({"dry_run": True, "valid": True, "timers": [], "plans": [], **facts})
+
+
+def _apply_at_param(request: Request) -> datetime | None:
+    raw = request.query_params.get("apply_at")
+    if not raw:
+        return None
+    try:
+        return ApplyAtField().run_validation(raw)
+    except ValidationError as exc:
+        raise ValidationError({"apply_at": exc.detail}) from None
 
 
 def _comment_param(request: Request) -> str:

@@ -32,6 +32,7 @@ from scheduler_admin.api.permissions import (
     PREVIEW,
     READ,
 )
+from scheduler_admin.api.queues import scheduled
 from scheduler_admin.api.queues.params import IF_MATCH
 from scheduler_admin.api.queues.preview_views import dry_run_body
 from scheduler_admin.api.queues.responses import QueueRowSerializer, saved_or_dry_run
@@ -283,11 +284,14 @@ class QueueDetail(APIView):
         description="Each of `guaranteed`, `max` and `properties` given is replaced whole. "
         "Answers the queue as saved, or with `?dry_run=true` the preview "
         "`{dry_run, valid, timers, plans, ...}`: the quota timers the change would start or "
-        "reset and the plan each would run; nothing is saved. Unknown fields are a 400. "
-        + DRY_RUN_RULE,
+        "reset and the plan each would run; nothing is saved. Unknown fields are a 400. With "
+        "`apply_at`, 202 and the scheduled change (see Scheduled changes). " + DRY_RUN_RULE,
         request=QueuePatchBodySerializer,
         parameters=[*DRY_RUN_PARAMETERS, EXPLANATIONS_PARAMETER, IF_MATCH],
-        responses={200: saved_or_dry_run(QueueRowSerializer, "QueueOrDryRun")},
+        responses={
+            200: saved_or_dry_run(QueueRowSerializer, "QueueOrDryRun"),
+            202: scheduled.ScheduledChangeSerializer,
+        },
     )
     def patch(self, request: Request, partition: str, path: str) -> Response:
         obj = services.get_partition(partition)
@@ -298,6 +302,7 @@ class QueueDetail(APIView):
         if version is None:
             raise ValidationError({"version": ["send the version you read (or If-Match)"]})
         comment = data.pop("comment")
+        apply_at = data.pop("apply_at", None)  # a scheduled change (api/queues/scheduled.py)
         if is_dry_run(request):
             config = current_config(obj)
             queue = services.queue_from_config(config, path)
@@ -307,9 +312,15 @@ class QueueDetail(APIView):
                     f"queue {path!r} is at version {current_version}, not {version}",
                     current=current_version,
                 )
-            return dry_run_body(
+            preview = dry_run_body(
                 obj, config.with_queue(replace(queue, **data)), base=config,
                 every=every_explanation(request),
+            )  # fmt: skip
+            return scheduled.judged_again(preview, apply_at)
+        if apply_at is not None:
+            return scheduled.schedule_queue(
+                request, obj, path, version=version, comment=comment, apply_at=apply_at,
+                changes=data,
             )  # fmt: skip
         services.update_queue(
             obj.name, path, version=version, actor=request.user, comment=comment, **data,

@@ -124,6 +124,14 @@ class DryRunSerializer(YuniKornFactsSerializer):
     valid = serializers.BooleanField()
     timers = PreviewTimerSerializer(many=True)
     plans = QueuePlanSerializer(many=True)
+    apply_at = serializers.DateTimeField(
+        required=False, help_text="With `apply_at`: the time the change is scheduled for."
+    )
+    note = serializers.CharField(
+        required=False,
+        help_text="With `apply_at`: this preview is of the change saved now; it is judged "
+        "again at its time.",
+    )
 
 
 class ChangeSerializer(serializers.Serializer):

@@ -42,6 +42,7 @@ from preemption.yunikorn import (
     config_warnings,
     yunikorn_min_version,
 )
+from scheduler_admin.api.queues.apply_at import apply_at_field
 from scheduler_admin.base import limits
 from scheduler_admin.base.api.fields import ResourcesField
 from scheduler_admin.base.api.strict import StrictSerializer, unknown_keys
@@ -149,6 +150,7 @@ class QueuePatchSerializer(StrictSerializer):
     version = version_field(help_text="The queue version you read; required unless sent as "
                                       "If-Match.")  # fmt: skip
     comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
+    apply_at = apply_at_field()
 
 
 class QueuePatchBodySerializer(QueuePatchSerializer):
@@ -480,6 +482,7 @@ class ConfigSerializer(StrictSerializer):
         required=False,
         help_text=COMMENT_HELP + " Required to save.",
     )
+    apply_at = apply_at_field()
     yunikorn_min_version = serializers.CharField(
         read_only=True,
         allow_null=True,

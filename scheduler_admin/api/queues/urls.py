@@ -5,7 +5,13 @@ shows the SPEC's path."""
 
 from django.urls import path, re_path
 
-from scheduler_admin.api.queues import config_views, preview_views, queue_views, revision_views
+from scheduler_admin.api.queues import (
+    config_views,
+    preview_views,
+    queue_views,
+    revision_views,
+    scheduled,
+)
 
 P = "partitions/<str:partition>"
 
@@ -35,4 +41,5 @@ urlpatterns = [
         preview_views.SimulateView.as_view(),
         name="api-simulate",
     ),
+    *scheduled.urlpatterns_for(P, r"^partitions/(?P<partition>[^/]+)"),
 ]

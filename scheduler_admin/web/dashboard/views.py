@@ -27,6 +27,7 @@ from scheduler_admin.web.common import (
 from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
 from scheduler_admin.web.dashboard.sparklines import top_level_sparklines
 from scheduler_admin.web.dashboard.tree import SEARCH_MAX_LENGTH, QueueTree
+from scheduler_admin.web.scheduled.listing import scheduled_rows
 
 
 @require_GET
@@ -87,6 +88,7 @@ def _partition_context(
         "match_count": match_count,
         "shown_matches": len(matches),
         **panels(tree, request.user),
+        "scheduled": scheduled_rows(partition, request.user),  # web.scheduled
         # Usage over time (issue 16, usage history)
         **top_level_sparklines(tree),
     }

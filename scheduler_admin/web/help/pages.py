@@ -17,6 +17,7 @@ HELP_PAGES: dict[str, str] = {
     "dashboard-children": "reference/console/dashboard",
     "queue-detail": "reference/console/queue",
     "timer-cancel": "reference/console/queue",
+    "scheduled-cancel": "how-to/schedule-a-change",
     "partition-settings": "reference/console/partition-settings",
     "fences": "reference/console/fences",
     "history": "reference/console/history",

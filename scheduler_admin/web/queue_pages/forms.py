@@ -10,10 +10,12 @@ input it concerns. Nothing here saves.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from django import forms
 from django.forms import BaseFormSet, formset_factory
+from django.utils.dateparse import parse_datetime
 
 from preemption import resources
 from preemption.config import QueueConfig
@@ -38,9 +40,34 @@ class QueueEditForm(forms.Form):
         help_text="Why the change is made; kept in the config history. Required to save.",
     )
 
+    #: SPEC 6 "Scheduled changes": when given, the save is kept for that time instead.
+    apply_at = forms.CharField(
+        required=False,
+        max_length=40,
+        label="Apply at (optional, UTC)",
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local", "step": "1"}),
+        help_text="Leave empty to save now. A time here schedules the change instead: it is "
+        "checked now, and checked again and saved at that time (UTC unless the time names "
+        "its offset).",
+    )
+
     def __init__(self, *args: Any, action: str = SAVE, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.action = action
+
+    def clean_apply_at(self) -> datetime | None:
+        """A time (ISO 8601; without an offset it is UTC, as the console shows times), or
+        None. Whether it is in the future is the service's check, as in the API."""
+        raw = (self.cleaned_data.get("apply_at") or "").strip()
+        if not raw:
+            return None
+        try:
+            moment = parse_datetime(raw)
+        except ValueError:
+            moment = None
+        if moment is None:
+            raise forms.ValidationError("Enter a date and time, e.g. 2026-12-01 18:00.")
+        return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
     def clean_comment(self) -> str:
         """A save needs a comment (SPEC 6); a preview saves nothing, so it may go without."""

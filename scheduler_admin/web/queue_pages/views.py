@@ -40,8 +40,10 @@ from scheduler_admin.web.plans import plan_view
 from scheduler_admin.web.queue_pages import effective, tables
 from scheduler_admin.web.queue_pages.forms import PREVIEW, SAVE, QueueEdit
 from scheduler_admin.web.queue_pages.history import describe_queue_changes, queue_history
+from scheduler_admin.web.queue_pages.scheduling import schedule_from_form
 from scheduler_admin.web.queue_pages.status import pending_timer, timer_status, usage_status
 from scheduler_admin.web.queue_pages.usage_history import usage_history
+from scheduler_admin.web.scheduled.listing import scheduled_rows
 
 ASK_LABELS = {
     "id": "Ask", "app": "Application", "queue": "Queue", "priority": "Priority",
@@ -82,7 +84,11 @@ def queue_detail(request: HttpRequest, partition: str, queue: str) -> HttpRespon
             return redirect(queue_url(part.name, queue))
         edit = QueueEdit(queue_config, row.version, request.POST, action=action)
         if edit.is_valid():
-            if action == SAVE:
+            if action == SAVE and edit.form.cleaned_data.get("apply_at") is not None:
+                done = schedule_from_form(request, part, queue, edit)  # queue_pages/scheduling
+                if done is not None:
+                    return done
+            elif action == SAVE:
                 done = _save(request, part, queue, edit)
                 if done is not None:
                     return done
@@ -157,6 +163,7 @@ def _preview(
         return None
     result = preview_change(partition, new_config)
     return {
+        "apply_at": edit.form.cleaned_data.get("apply_at"),
         "warnings": _warnings_of(partition, new_config, queue.path),
         "changes": describe_queue_changes(config, new_config, queue.path),
         "timers": sorted(result.timers.values(), key=lambda timer: timer.queue),
@@ -211,6 +218,7 @@ def _page(
         "history": queue_history(partition, path),
         # How often the subtree's tasks were preempted lately, with the runs that did it.
         "preempted": preemption_counts(partition, request.user, now, queue=path),
+        "scheduled": scheduled_rows(partition, request.user, path=path),
         "history_url": reverse("history") + "?" + urlencode({"partition": partition.name}),
         "simulator_url": reverse("simulator")
         + "?"

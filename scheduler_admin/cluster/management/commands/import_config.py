@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from preemption.config import PartitionConfig, diff_configs
 from preemption.hierarchy import ConfigErrors
+from scheduler_admin.cluster.management.commands import _scheduled as scheduled_imports
 from scheduler_admin.cluster.resource_types import import_warnings
 from scheduler_admin.queues import services
 from scheduler_admin.queues.management.commands._common import (
@@ -38,6 +39,11 @@ class Command(BaseCommand):
         )
         parser.add_argument(
             "--dry-run", action="store_true", help="validate and show the changes, save nothing"
+        )
+        parser.add_argument(
+            "--apply-at",
+            help="schedule the import for this future time (ISO 8601 with an offset, e.g. "
+            "2026-12-01T18:00:00+00:00) instead of saving now; every partition must exist",
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -69,6 +75,9 @@ class Command(BaseCommand):
             self.stdout.write("Dry run: nothing was saved.")
             return
         comment = options["comment"] or f"Imported from {Path(source).name}"
+        if options["apply_at"]:
+            self._schedule(configs, options["apply_at"], comment, options["user"])
+            return
         try:
             results = services.import_partition_configs(
                 configs, actor=resolve_user(options["user"]), comment=comment
@@ -84,6 +93,22 @@ class Command(BaseCommand):
                         f"{result.partition.name}: saved as revision {result.revision.number}"
                     )
                 )
+
+    def _schedule(
+        self, configs: list[PartitionConfig], raw: str, comment: str, user: str | None
+    ) -> None:
+        """Keep each partition as a scheduled import (``queues.scheduled``), all or none."""
+        apply_at = scheduled_imports.parse_apply_at(raw)
+        kept = scheduled_imports.schedule_imports(
+            configs, apply_at=apply_at, comment=comment, actor=resolve_user(user)
+        )
+        for change in kept:
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"{change.partition.name}: scheduled as change {change.pk} for "
+                    f"{change.apply_at.isoformat()}"
+                )
+            )
 
     def _read(self, source: str) -> bytes:
         if source == "-":
