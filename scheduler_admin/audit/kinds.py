@@ -64,6 +64,11 @@ class AuditKind(models.TextChoices):
     USER_GROUPS_CHANGED = "user.groups_changed", "User groups changed"
     # Passwords change in the product, never in the Django admin (no back doors).
     USER_PASSWORD_CHANGED = "user.password_changed", "User password changed"
+    # Notifications to people: ``notifications.services``.
+    NOTIFY_CHANNEL_SAVED = "notify.channel_saved", "Notification channel saved"
+    NOTIFY_CHANNEL_DELETED = "notify.channel_deleted", "Notification channel deleted"
+    NOTIFY_SUBSCRIPTION_SAVED = "notify.subscription_saved", "Notification subscription saved"
+    NOTIFY_SUBSCRIPTION_DELETED = "notify.subscription_deleted", "Notification subscription deleted"
 
 
 class UnknownAuditKind(ValueError):
