@@ -141,7 +141,7 @@ def send(url: str, *, title: str, body: str, timeout: float) -> Sent:
         return Sent(error="the channel URL is no longer valid")
     with apprise.LogCapture(level=logging.WARNING, fmt="%(message)s") as captured:
         try:
-            ok = notifier.notify(title=title, body=body)
+            ok = notifier.notify(title=title, body=body, body_format=apprise.NotifyFormat.TEXT)
         except Exception as exc:  # a plugin bug must not crash the delivery task
             return Sent(error=_scrub(f"{type(exc).__name__}: {exc}", url))
         log = captured.getvalue()

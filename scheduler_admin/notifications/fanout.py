@@ -90,9 +90,7 @@ def absolute(link: str) -> str:
     return f"{base}{link}" if base else link
 
 
-def event_link(
-    event_kind: EventKind, *, partition: str, queue_path: str, run_id: int | None
-) -> str:
+def event_link(*, partition: str, queue_path: str, run_id: int | None) -> str:
     """The console page that shows an event: the run, the queue, or the dashboard."""
     if run_id is not None:
         return reverse("run-detail", args=[run_id])
