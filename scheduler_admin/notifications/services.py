@@ -116,11 +116,7 @@ def delete_subscription(subscription_id: int, *, actor: AbstractBaseUser) -> Non
 
 def _locked(actor: AbstractBaseUser, subscription_id: int) -> Subscription:
     subscription_of(actor, subscription_id)  # 404 for what the actor may not see
-    return (
-        Subscription.objects.select_for_update()
-        .select_related("user", "group")
-        .get(pk=subscription_id)
-    )
+    return Subscription.objects.select_for_update().get(pk=subscription_id)
 
 
 def _checked(
