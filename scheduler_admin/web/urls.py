@@ -18,4 +18,5 @@ urlpatterns = [
     path("", include("scheduler_admin.web.glossary.urls")),
     path("", include("scheduler_admin.web.partition_settings.urls")),
     path("", include("scheduler_admin.web.help.urls")),
+    path("", include("scheduler_admin.web.notifications.urls")),
 ]
