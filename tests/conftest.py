@@ -75,6 +75,7 @@ XDIST_GROUPS: dict[str, str] = {
             "tests/e2e/test_tenant_admin.py",
             "tests/e2e/test_users_and_timers.py",
             "tests/e2e/test_tenant_accounts.py",
+            "tests/e2e/test_notifications.py",
         ],
         "e2e-b",
     ),
