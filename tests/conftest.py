@@ -82,6 +82,8 @@ XDIST_GROUPS: dict[str, str] = {
     # Real-time assertions against beat's 5 s sweeps (within one sweep after a timer is due):
     # one live loop at a time.
     "tests/integration/test_live_loop.py": "live-loop",
+    # Real workers and beat against a hanging chat service, in the live loop's Redis database.
+    "tests/integration/test_notification_worker.py": "live-loop",
     # `make run` started whole, again and again, with signals sent to its process groups; the
     # module prepares its SQLite var/ once.
     "tests/integration/test_run_script.py": "run-script",
