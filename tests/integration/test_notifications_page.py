@@ -71,8 +71,9 @@ def test_a_tenant_cannot_subscribe_outside_their_subtree(tenants):
     client = Client()
     client.force_login(tenant_user("sub_operator"))
     refused = client.post(SUBSCRIBE, form(queue_path=OUTSIDE))
-    assert refused.status_code == 400
+    assert refused.status_code == 403
     assert f"{OUTSIDE} is outside." in refused.content.decode()
+    assert not Subscription.objects.exists()
     assert client.post(SUBSCRIBE, form()).status_code == 302
     assert Subscription.objects.get().queue_path == INSIDE
 

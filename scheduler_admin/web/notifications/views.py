@@ -1,6 +1,7 @@
 """The Notifications page (``/account/notifications/``): every signed-in user lists, adds and
 deletes their own subscriptions; an admin may also post to a channel. Each change is one
-``notifications.services`` call with its audit event; a refusal is shown beside the field."""
+``notifications.services`` call with its audit event; a mistake is shown beside its field, and
+a queue outside a tenant's grants is the console's 403 page with the reason, as everywhere."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from scheduler_admin.accounts import permissions as access
-from scheduler_admin.base.errors import Forbidden, Invalid
+from scheduler_admin.base.errors import Invalid
 from scheduler_admin.notifications import services
 from scheduler_admin.notifications.events import EventKind
 from scheduler_admin.queues.models import Partition
@@ -32,8 +33,6 @@ def subscribe(request: HttpRequest) -> HttpResponse:
             for field, errors in exc.errors.items():
                 for error in errors:
                     form.add_error(field if field in form.fields else None, error)
-        except Forbidden as exc:
-            form.add_error(None, exc.reason)
         else:
             scope = "and every queue below it" if form.cleaned_data["subtree"] else "only"
             messages.success(request, f"Subscribed to {form.cleaned_data['queue_path']} {scope}.")
