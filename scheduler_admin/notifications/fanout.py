@@ -51,9 +51,10 @@ def notify(
     now: datetime | None = None,
 ) -> int:
     """Report an event to its subscribers: writes the outbox rows in the caller's transaction
-    (a rollback sends nothing) and returns how many. ``key`` names the event uniquely (the same
-    key twice sends once); ``link`` is a console path (``/changes/12/``), made absolute with
-    ``PUBLIC_BASE_URL``. The webhook worker sends the rows within one sweep.
+    (a rollback sends nothing) and returns to how many addresses. ``key`` names the event
+    uniquely (the same key twice sends once); ``link`` is a console path (``/changes/12/``),
+    made absolute with ``PUBLIC_BASE_URL``. The webhook worker sends the rows within one
+    sweep.
 
     For ``CHANGE_REQUEST_WAITING`` and any kind without a source of its own in this app."""
     event = Event(
@@ -63,7 +64,9 @@ def notify(
 
 
 def fan_out(event: Event, *, now: datetime) -> int:
-    """Write one pending notification per address the event goes to; how many were new."""
+    """Write one pending notification per address the event goes to; how many addresses (an
+    address that already has this event's message keeps it: the outbox's ``dedupe`` is
+    unique)."""
     rows: dict[str, Notification] = {}
     for subscription in _matching(event):
         members = _members(subscription)

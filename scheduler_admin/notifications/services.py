@@ -99,7 +99,7 @@ def update_subscription(
     """Change a subscription the actor may see (all of it, as ``spec`` says)."""
     with transaction.atomic():
         subscription = _locked(actor, subscription_id)
-        fields = _checked(spec, actor=actor, current=subscription)
+        fields = _checked(spec, actor=actor)
         for name, value in fields.items():
             setattr(subscription, name, value)
         subscription.save()
@@ -119,9 +119,7 @@ def _locked(actor: AbstractBaseUser, subscription_id: int) -> Subscription:
     return Subscription.objects.select_for_update().get(pk=subscription_id)
 
 
-def _checked(
-    spec: SubscriptionSpec, *, actor: AbstractBaseUser, current: Subscription | None = None
-) -> dict[str, Any]:
+def _checked(spec: SubscriptionSpec, *, actor: AbstractBaseUser) -> dict[str, Any]:
     """The model fields ``spec`` gives, or ``Invalid`` naming every field at fault (checks of
     rights first: ``Forbidden``)."""
     admin = _is_admin(actor)
