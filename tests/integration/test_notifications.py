@@ -19,6 +19,7 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from scheduler_admin.accounts import grants
+from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
@@ -252,3 +253,69 @@ def test_backoff_doubles_up_to_its_cap(settings):
     settings.NOTIFICATION_RETRY_BASE = 30
     settings.NOTIFICATION_RETRY_MAX = 100
     assert [delivery.retry_delay(n).total_seconds() for n in (1, 2, 3, 4)] == [30, 60, 100, 100]
+
+
+@pytest.mark.django_db
+def test_a_stale_agent_is_reported_once_per_silence_to_global_readers_only(settings, receivers):
+    smtp, _chat = receivers
+    settings.STALE_AGENT_SECONDS = 60
+    partition = make_partition()
+    sweep.sweep_events(timezone.now())
+    vic = user_with_role("vic", "viewer")
+    tia = user_with_role("tia")
+    for user in (vic, tia):
+        user.email = f"{user.username}@example.com"
+        user.save()
+    grants.give_grant(partition="default", queue_path="root.team", role="operator", actor=None,
+                      user="tia")  # fmt: skip
+    services.create_subscription(SubscriptionSpec("default", "root", ["agent.stale"]), actor=vic)
+    services.create_subscription(
+        SubscriptionSpec("default", "root.team", ["agent.stale"]), actor=tia
+    )
+    now = timezone.now()
+    agent = ClusterAgent.objects.create(
+        partition=partition, name="agent-1", cluster="prod", started_at=now,
+        registered_at=now, last_heartbeat_at=now - timedelta(seconds=90),
+    )  # fmt: skip
+
+    tasks.send_notifications()
+    tasks.send_notifications()  # the same silence: not again
+    [mail] = smtp.messages
+    assert (mail["X-Envelope-To"], mail["Subject"]) == (
+        "vic@example.com", "Cluster agent stale: the whole partition (default)",
+    )  # fmt: skip
+    assert "Cluster agent agent-1 (prod) has sent no heartbeat for 90 s" in text_of(mail)
+
+    # It came back, then fell silent again: a new silence, a new message.
+    ClusterAgent.objects.filter(pk=agent.pk).update(last_heartbeat_at=now - timedelta(seconds=61))
+    tasks.send_notifications()
+    assert [m["X-Envelope-To"] for m in smtp.messages] == ["vic@example.com"] * 2
+
+
+@pytest.mark.django_db
+def test_a_hanging_chat_service_is_cut_off_and_the_pass_keeps_to_its_budget(settings, receivers):
+    """Each message waits at most NOTIFICATION_TIMEOUT; once the pass's budget is spent it
+    leaves the rest untouched (still due, no attempt) for the next pass."""
+    _smtp, chat = receivers
+    settings.NOTIFICATION_TIMEOUT = 1
+    settings.NOTIFICATION_TASK_BUDGET = 2
+    ann = user_with_role("ann", "admin")
+    make_partition()
+    channel = services.create_channel(name="ops chat", url=chat.apprise_url, actor=ann)
+    services.create_subscription(
+        SubscriptionSpec("default", "root", ["change_request.waiting"], email=False,
+                         channel=channel.pk),
+        actor=ann,
+    )  # fmt: skip
+    for number in range(8):
+        notify(EventKind.CHANGE_REQUEST_WAITING, key=f"change:{number}", partition="default",
+               queue_path="root.team", summary="Waits.", link="/")  # fmt: skip
+    chat.mode = "hang"
+
+    assert delivery.deliver_due() == 0
+
+    tried = Notification.objects.filter(attempts=1)
+    untouched = Notification.objects.filter(attempts=0, last_error="")
+    assert 1 <= tried.count() < 8 and tried.count() + untouched.count() == 8
+    assert chat.requests == tried.count()
+    assert all("Connection error" in row.last_error for row in tried)
