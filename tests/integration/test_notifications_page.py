@@ -8,6 +8,7 @@ import re
 import pytest
 from django.test import Client
 
+from scheduler_admin.accounts import services as accounts
 from scheduler_admin.notifications.models import Channel, Subscription
 from tests.support.console import signed_in_client
 from tests.support.tenants import INSIDE, OUTSIDE, tenant_state, tenant_user
@@ -89,3 +90,20 @@ def test_an_admin_may_also_post_to_a_channel_and_others_subscriptions_are_not_fo
     viewer = signed_in_client("viewer")
     assert viewer.post(f"/account/notifications/{subscription.pk}/delete/").status_code == 404
     assert Subscription.objects.exists()
+
+
+def test_the_django_admin_never_shows_a_channels_url(tenants):
+    channel = Channel.objects.create(
+        name="ops", kind="json", url="jsons://hooks.example.com/s3cr3t-token",
+        created_at="2026-03-01T12:00:00Z",
+    )  # fmt: skip
+    ada = accounts.create_user("ada", role="admin", actor=None, password="pw-ada-12345678").user
+    admin = Client()
+    admin.force_login(ada)
+    for url in (
+        "/admin/notifications/channel/",
+        f"/admin/notifications/channel/{channel.pk}/change/",
+    ):
+        page = admin.get(url)
+        assert page.status_code == 200, url
+        assert "s3cr3t-token" not in page.content.decode()
