@@ -478,6 +478,8 @@ NOTIFICATION_RETRY_BASE = env.int("NOTIFICATION_RETRY_BASE", 30, minimum=1)
 NOTIFICATION_RETRY_MAX = env.int("NOTIFICATION_RETRY_MAX", 3600, minimum=1)
 # ...and given up after this many attempts.
 NOTIFICATION_MAX_ATTEMPTS = env.int("NOTIFICATION_MAX_ATTEMPTS", 8, minimum=1)
+# Sent and given-up notifications are deleted after this many days.
+NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", 30, minimum=1)
 # Plain-http channel URLs (json://, mmost://) to loopback addresses: the tests' receivers only.
 NOTIFICATION_ALLOW_LOOPBACK_HTTP = env.bool(
     "NOTIFICATION_ALLOW_LOOPBACK_HTTP", SCHEDULER_ENV == "test"

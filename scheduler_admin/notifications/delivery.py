@@ -59,6 +59,16 @@ def deliver_due(now: datetime | None = None, *, batch: int = 50) -> int:
     return sent
 
 
+def prune(now: datetime) -> int:
+    """Delete sent and given-up messages older than ``NOTIFICATION_RETENTION_DAYS``; how many.
+    Pending ones stay whatever their age: they are still to be sent."""
+    cutoff = now - timedelta(days=settings.NOTIFICATION_RETENTION_DAYS)
+    deleted, _ = Notification.objects.filter(
+        status__in=[NotificationStatus.SENT, NotificationStatus.FAILED], created_at__lt=cutoff
+    ).delete()
+    return deleted
+
+
 def retry_delay(attempts: int) -> timedelta:
     """The wait after the ``attempts``-th failed attempt: base, 2 x base, 4 x base, ... capped."""
     seconds = settings.NOTIFICATION_RETRY_BASE * 2 ** max(attempts - 1, 0)

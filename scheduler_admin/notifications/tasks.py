@@ -21,12 +21,14 @@ logger = logging.getLogger(__name__)
 
 @shared_task(ignore_result=True)
 def send_notifications() -> None:
-    """Read new events into the outbox, then send what is due. Idempotent: the sweep's cursor
-    and the outbox's unique keys make a redelivered task write nothing twice, and each message
-    is claimed before it is sent."""
+    """Read new events into the outbox, send what is due, drop what is old. Idempotent: the
+    sweep's cursor and the outbox's unique keys make a redelivered task write nothing twice,
+    and each message is claimed before it is sent."""
     try:
-        written = sweep.sweep_events(timezone.now())
+        now = timezone.now()
+        written = sweep.sweep_events(now)
         sent = delivery.deliver_due()
+        delivery.prune(now)
     except SoftTimeLimitExceeded:
         logger.warning("notification delivery stopped by its soft time limit")
         return

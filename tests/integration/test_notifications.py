@@ -319,3 +319,18 @@ def test_a_hanging_chat_service_is_cut_off_and_the_pass_keeps_to_its_budget(sett
     assert 1 <= tried.count() < 8 and tried.count() + untouched.count() == 8
     assert chat.requests == tried.count()
     assert all("Connection error" in row.last_error for row in tried)
+
+
+@pytest.mark.django_db
+def test_old_sent_and_failed_messages_are_pruned_and_pending_ones_kept(settings):
+    settings.NOTIFICATION_RETENTION_DAYS = 30
+    now = timezone.now()
+    old = now - timedelta(days=31)
+    for number, status in enumerate(["sent", "failed", "pending", "sent"]):
+        Notification.objects.create(
+            event_kind="run.failed", event_key=f"k{number}", dedupe=f"k{number}", title="t",
+            body="b", status=status, next_attempt_at=now,
+            created_at=old if number < 3 else now - timedelta(days=29),
+        )  # fmt: skip
+    assert delivery.prune(now) == 2
+    assert sorted(Notification.objects.values_list("event_key", flat=True)) == ["k2", "k3"]
