@@ -80,13 +80,20 @@ def check_url(url: str) -> ChannelKind:
         raise ChannelError(f"Use one of these URL schemes: {allowed}.", field="url")
     kind, encrypted = SCHEMES[scheme]
     if not encrypted:
-        host = urlsplit(url).hostname or ""
+        try:
+            host = urlsplit(url).hostname or ""
+        except ValueError:  # a malformed IPv6 address
+            host = ""
         if not (settings.NOTIFICATION_ALLOW_LOOPBACK_HTTP and _is_loopback(host)):
             raise ChannelError(
                 f"{scheme}:// sends the webhook's secret unencrypted: use {scheme}s:// (HTTPS).",
                 field="url",
             )
-    if apprise.Apprise.instantiate(url) is None:
+    try:
+        notifier = apprise.Apprise.instantiate(url)
+    except Exception:  # a plugin refusing odd input by raising: refused all the same
+        notifier = None
+    if notifier is None:
         raise ChannelError(
             f"This is not a complete {kind.label} URL (see the Apprise documentation of "
             f"{scheme}://).",

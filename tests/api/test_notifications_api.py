@@ -123,6 +123,8 @@ def test_admins_add_channels_whose_urls_are_never_shown_back(tenants):
     [
         ("https://hooks.slack.com/services/x", "Use one of these URL schemes"),
         ("json://hooks.example.com/x", "unencrypted: use jsons://"),
+        ("json://[::1", "unencrypted: use jsons://"),
+        ("jsons://[::1", "not a complete Generic JSON webhook URL"),
         ("slack://", "not a complete Slack URL"),
         ("", "This field may not be blank."),
     ],
