@@ -96,10 +96,13 @@ def create_subscription(spec: SubscriptionSpec, *, actor: AbstractBaseUser) -> S
 def update_subscription(
     subscription_id: int, spec: SubscriptionSpec, *, actor: AbstractBaseUser
 ) -> Subscription:
-    """Change a subscription the actor may see (all of it, as ``spec`` says)."""
+    """Change a subscription the actor may see (all of it, as ``spec`` says; a spec naming no
+    user or group keeps the subscription's holder)."""
     with transaction.atomic():
         subscription = _locked(actor, subscription_id)
         fields = _checked(spec, actor=actor)
+        if not spec.user and not spec.group:  # naming no one keeps the holder (an admin's edit)
+            fields["user"], fields["group"] = subscription.user, subscription.group
         for name, value in fields.items():
             setattr(subscription, name, value)
         subscription.save()

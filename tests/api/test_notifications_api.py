@@ -76,7 +76,11 @@ def test_only_admins_subscribe_others_groups_and_channels(tenants):
     admin = role_client("admin")
     for extra in ({"user": "role-viewer"}, {"group": "tenant-a", "channel": channel.pk}):
         assert admin.post(SUBSCRIPTIONS, body(**extra), format="json").status_code == 201
-    assert viewer.get(SUBSCRIPTIONS).json()["results"][0]["user"] == "role-viewer"
+    mine = viewer.get(SUBSCRIPTIONS).json()["results"][0]
+    assert mine["user"] == "role-viewer"
+    # An admin's edit that names no one keeps the holder.
+    edited = admin.put(f"{SUBSCRIPTIONS}{mine['id']}/", body(kinds=["run.failed"]), format="json")
+    assert (edited.json()["user"], edited.json()["kinds"]) == ("role-viewer", ["run.failed"])
     assert len(admin.get(SUBSCRIPTIONS).json()["results"]) == 2
     # Someone else's subscription is not found, not forbidden.
     group_row = Subscription.objects.get(group__name="tenant-a")
