@@ -27,8 +27,13 @@ DEFAULT_QUEUE = "celery"
 #: The queue of eviction webhook deliveries, consumed only by the webhook worker.
 WEBHOOK_QUEUE = "webhooks"
 WEBHOOK_TASK = "scheduler_admin.enforcement.tasks.deliver_eviction_webhooks"
+#: Notifications to people (e-mail, chat webhooks) wait on outside services too: same queue.
+NOTIFICATION_TASK = "scheduler_admin.notifications.tasks.send_notifications"
 #: Every task not listed goes to ``DEFAULT_QUEUE``.
-TASK_ROUTES: dict[str, dict[str, str]] = {WEBHOOK_TASK: {"queue": WEBHOOK_QUEUE}}
+TASK_ROUTES: dict[str, dict[str, str]] = {
+    WEBHOOK_TASK: {"queue": WEBHOOK_QUEUE},
+    NOTIFICATION_TASK: {"queue": WEBHOOK_QUEUE},
+}
 
 #: Static beat schedule. Each entry expires before its next tick so a backlog never piles up.
 BEAT_SCHEDULE: dict[str, dict[str, object]] = {
@@ -55,6 +60,12 @@ BEAT_SCHEDULE: dict[str, dict[str, object]] = {
     },
     "deliver-eviction-webhooks": {
         "task": WEBHOOK_TASK,
+        "schedule": 5.0,
+        "options": {"expires": 4.0, "queue": WEBHOOK_QUEUE},
+    },
+    # Notifications to people: read new events into the outbox, then send it.
+    "send-notifications": {
+        "task": NOTIFICATION_TASK,
         "schedule": 5.0,
         "options": {"expires": 4.0, "queue": WEBHOOK_QUEUE},
     },
@@ -111,7 +122,11 @@ def configure(celery_app: Celery) -> None:
             WEBHOOK_TASK: {
                 "soft_time_limit": settings.EVICTION_WEBHOOK_SOFT_TIME_LIMIT,
                 "time_limit": settings.EVICTION_WEBHOOK_TIME_LIMIT,
-            }
+            },
+            NOTIFICATION_TASK: {
+                "soft_time_limit": settings.NOTIFICATION_SOFT_TIME_LIMIT,
+                "time_limit": settings.NOTIFICATION_TIME_LIMIT,
+            },
         },
         worker_hijack_root_logger=False,
         beat_schedule=BEAT_SCHEDULE,

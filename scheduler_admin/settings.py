@@ -77,6 +77,8 @@ INSTALLED_APPS = [
     "scheduler_admin.system",
     # Usage over time (issue 16, usage history)
     "scheduler_admin.history",
+    # Notifications to people: subscriptions, channels, the outbox the webhook worker sends.
+    "scheduler_admin.notifications",
     "scheduler_admin.web",
     # The demo cluster of ``make run`` (manage.py simulate_cluster): an interface, no models.
     "scheduler_admin.demo_cluster",
@@ -451,6 +453,44 @@ EVICTION_WEBHOOK_TASK_BUDGET = env.int("EVICTION_WEBHOOK_TASK_BUDGET", 20, minim
 EVICTION_WEBHOOK_SOFT_TIME_LIMIT = EVICTION_WEBHOOK_TASK_BUDGET + EVICTION_WEBHOOK_TIMEOUT + 10
 EVICTION_WEBHOOK_TIME_LIMIT = EVICTION_WEBHOOK_SOFT_TIME_LIMIT + 10
 
+# --- Notifications to people (scheduler_admin/notifications/) -------------------------------------
+# The product's public URL: messages link to its pages (blank: they carry the path alone).
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", "").rstrip("/")
+if PUBLIC_BASE_URL and not PUBLIC_BASE_URL.lower().startswith(("http://", "https://")):
+    raise ImproperlyConfigured("PUBLIC_BASE_URL must be an http:// or https:// URL")
+# E-mail to subscribers goes through this SMTP server (Django's own names, so Django's mail
+# uses the same server).
+EMAIL_HOST = env.str("EMAIL_HOST", "localhost")
+EMAIL_PORT = env.int("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env.bool("EMAIL_USE_SSL", False)
+if EMAIL_USE_TLS and EMAIL_USE_SSL:
+    raise ImproperlyConfigured("EMAIL_USE_TLS and EMAIL_USE_SSL are exclusive: set one of them")
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", "scheduler-admin@localhost")
+# Seconds one message waits for a connection and for each read (mail server, chat service).
+NOTIFICATION_TIMEOUT = env.int("NOTIFICATION_TIMEOUT", 10, minimum=1)
+# Seconds a delivery pass keeps starting messages; the rest waits for the next pass (every 5 s).
+NOTIFICATION_TASK_BUDGET = env.int("NOTIFICATION_TASK_BUDGET", 20, minimum=1)
+# A failed message is retried after this many seconds, doubling each time up to the maximum...
+NOTIFICATION_RETRY_BASE = env.int("NOTIFICATION_RETRY_BASE", 30, minimum=1)
+NOTIFICATION_RETRY_MAX = env.int("NOTIFICATION_RETRY_MAX", 3600, minimum=1)
+# ...and given up after this many attempts.
+NOTIFICATION_MAX_ATTEMPTS = env.int("NOTIFICATION_MAX_ATTEMPTS", 8, minimum=1)
+# Sent and given-up notifications are deleted after this many days.
+NOTIFICATION_RETENTION_DAYS = env.int("NOTIFICATION_RETENTION_DAYS", 30, minimum=1)
+# Plain-http channel URLs (json://, mmost://) to loopback addresses: the tests' receivers only.
+NOTIFICATION_ALLOW_LOOPBACK_HTTP = env.bool(
+    "NOTIFICATION_ALLOW_LOOPBACK_HTTP", SCHEDULER_ENV == "test"
+)
+if NOTIFICATION_ALLOW_LOOPBACK_HTTP and IS_PRODUCTION:
+    raise ImproperlyConfigured("NOTIFICATION_ALLOW_LOOPBACK_HTTP is not allowed in production")
+# Backstops of the delivery pass's own budget: the last message started ends within about three
+# timeouts (connect, send, answer).
+NOTIFICATION_SOFT_TIME_LIMIT = NOTIFICATION_TASK_BUDGET + 3 * NOTIFICATION_TIMEOUT + 10
+NOTIFICATION_TIME_LIMIT = NOTIFICATION_SOFT_TIME_LIMIT + 10
+
 # --- Usage history (issue 16, usage history) -----------------------------------------------------
 # Beat samples usage per queue and resource every minute (scheduler_admin/history/). Minute
 # samples are kept this many hours (the 1 h and 24 h charts read them while they last)...
@@ -498,6 +538,11 @@ if EVICTION_WEBHOOK_TIME_LIMIT > CELERY_TASK_TIME_LIMIT:
         f"EVICTION_WEBHOOK_TASK_BUDGET + EVICTION_WEBHOOK_TIMEOUT + 20 s "
         f"({EVICTION_WEBHOOK_TIME_LIMIT}) must not exceed CELERY_TASK_TIME_LIMIT "
         f"({CELERY_TASK_TIME_LIMIT})"
+    )
+if NOTIFICATION_TIME_LIMIT > CELERY_TASK_TIME_LIMIT:
+    raise ImproperlyConfigured(
+        f"NOTIFICATION_TASK_BUDGET + 3 x NOTIFICATION_TIMEOUT + 20 s ({NOTIFICATION_TIME_LIMIT}) "
+        f"must not exceed CELERY_TASK_TIME_LIMIT ({CELERY_TASK_TIME_LIMIT})"
     )
 CELERY_BEAT_SCHEDULE_FILE = env.str(
     "CELERY_BEAT_SCHEDULE_FILE", str(VAR_DIR / "celerybeat-schedule")

@@ -76,6 +76,7 @@ XDIST_GROUPS: dict[str, str] = {
             "tests/e2e/test_users_and_timers.py",
             "tests/e2e/test_tenant_accounts.py",
             "tests/e2e/test_scheduled_changes.py",
+            "tests/e2e/test_notifications.py",
         ],
         "e2e-b",
     ),
@@ -83,6 +84,8 @@ XDIST_GROUPS: dict[str, str] = {
     # one live loop at a time.
     "tests/integration/test_live_loop.py": "live-loop",
     "tests/integration/test_scheduled_changes_live.py": "live-loop",
+    # Real workers and beat against a hanging chat service, in the live loop's Redis database.
+    "tests/integration/test_notification_worker.py": "live-loop",
     # `make run` started whole, again and again, with signals sent to its process groups; the
     # module prepares its SQLite var/ once.
     "tests/integration/test_run_script.py": "run-script",

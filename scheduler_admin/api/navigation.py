@@ -49,6 +49,7 @@ _LINKS = {
     "audit_export_json": "audit-export-json",
     "audit_export_pdf": "audit-export-pdf",
     "grants": "api-grant-list",
+    "notification_subscriptions": "api-subscription-list",
     "token": "api-token",
     "schema": "api-schema",
     "docs": "api-docs",

@@ -30,4 +30,6 @@ urlpatterns = [
     ),
     # Usage history (issue 16, usage history)
     path("", include("scheduler_admin.api.history.urls")),
+    # Notifications to people: subscriptions and channels.
+    path("", include("scheduler_admin.api.notifications.urls")),
 ]

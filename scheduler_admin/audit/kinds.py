@@ -69,6 +69,11 @@ class AuditKind(models.TextChoices):
     SCHEDULED_APPLIED = "scheduled.applied", "Scheduled change applied"
     SCHEDULED_FAILED = "scheduled.failed", "Scheduled change failed"
     SCHEDULED_CANCELLED = "scheduled.cancelled", "Scheduled change cancelled"
+    # Notifications to people: ``notifications.services``.
+    NOTIFY_CHANNEL_SAVED = "notify.channel_saved", "Notification channel saved"
+    NOTIFY_CHANNEL_DELETED = "notify.channel_deleted", "Notification channel deleted"
+    NOTIFY_SUBSCRIPTION_SAVED = "notify.subscription_saved", "Notification subscription saved"
+    NOTIFY_SUBSCRIPTION_DELETED = "notify.subscription_deleted", "Notification subscription deleted"
 
 
 class UnknownAuditKind(ValueError):

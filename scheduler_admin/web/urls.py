@@ -20,4 +20,5 @@ urlpatterns = [
     path("", include("scheduler_admin.web.help.urls")),
     path("", include("scheduler_admin.web.find.urls")),
     path("", include("scheduler_admin.web.scheduled.urls")),
+    path("", include("scheduler_admin.web.notifications.urls")),
 ]

@@ -17,11 +17,14 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.management.utils import get_random_secret_key
 from django.test import Client
+from django.utils import timezone
 
 from scheduler_admin.accounts.grants import give_grant
 from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.notifications.models import Channel, Subscription
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
 from tests.api.conftest import Live, role_client
 from tests.integration.test_compose_stack import settings_variables
@@ -36,6 +39,8 @@ PROJECT_DIR = Path(settings.BASE_DIR)
 #: Endpoints whose path chooses the format (DRF's token view answers JSON only).
 OWN_FORMAT = ("export.csv", "export.json", "export.pdf", "config.yaml", "auth/token/")
 TRACEBACK = "Traceback (most recent call last)"
+#: Endpoints only admins read (a channel's name and kind: its URL is a secret anyway).
+ADMIN_ONLY = ("/api/v1/notifications/channels/",)
 
 
 def every_url(live: Live, grant_holder: str) -> dict[str, str]:
@@ -46,8 +51,17 @@ def every_url(live: Live, grant_holder: str) -> dict[str, str]:
     audit_id = AuditEvent.objects.order_by("id").values_list("id", flat=True)[0]
     grant = give_grant(partition="default", queue_path="root.team.a", role="operator",
                        user=grant_holder, actor=None).grant  # fmt: skip
+    holder = get_user_model().objects.get(username=grant_holder)
+    subscription = Subscription.objects.create(
+        user=holder, partition="default", queue_path="root.team.a", kinds=["run.started"],
+        created_at=timezone.now(),
+    )  # fmt: skip
+    channel = Channel.objects.create(name="chat", kind="json", url="jsons://hooks.example.com/x",
+                                     created_at=timezone.now())  # fmt: skip
     segments = {
         "/grants/{id}": f"/grants/{grant.pk}",
+        "/subscriptions/{id}": f"/subscriptions/{subscription.pk}",
+        "/channels/{id}": f"/channels/{channel.pk}",
         "/runs/{id}": f"/runs/{live.active_run.pk}",
         "/timers/{id}": f"/timers/{live.timer.pk}",
         "/evictions/{id}": f"/evictions/{live.order.pk}",
@@ -86,6 +100,8 @@ def test_every_endpoint_renders_as_a_page_for_a_signed_in_user(live, role):
     for path, url in urls.items():
         response = client.get(url, HTTP_ACCEPT=PAGE)
         wanted = 200 if path in readable else 405
+        if role != "admin" and path.startswith(ADMIN_ONLY):
+            wanted = 403
         if response.status_code != wanted:
             failures.append(f"{url}: {response.status_code}")
         elif path.endswith(OWN_FORMAT):  # the path chooses the format, not Accept
@@ -204,7 +220,9 @@ PAGE_IN_PRODUCTION = """
 import re, sys
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.contrib.auth import get_user_model
 from django.test import Client
+from django.utils import timezone
 user = get_user_model().objects.create_user("v")
 user.groups.add(Group.objects.get_or_create(name="viewer")[0])
 client = Client(HTTP_HOST="scheduler.example.com")

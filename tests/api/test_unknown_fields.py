@@ -25,10 +25,12 @@ from rest_framework.test import APIClient
 from scheduler_admin.accounts.grants import give_grant
 from scheduler_admin.accounts.models import QueueGrant
 from scheduler_admin.enforcement.models import PreemptionRun
+from scheduler_admin.notifications.models import Channel, Subscription
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, ScheduledChange
 from scheduler_admin.queues.scheduled import schedule_queue_change
 from tests.api.conftest import TOKEN_USER_PASSWORD, Live, assert_error, role_client
 from tests.api.test_malformed_input import snapshot
+from tests.support.factories.users import role_user
 from tests.support.team import GB, TEAM_TASKS, team_config
 
 pytestmark = pytest.mark.django_db
@@ -36,6 +38,8 @@ pytestmark = pytest.mark.django_db
 P = "/api/v1/partitions/{partition}"
 API = "/api/v1/partitions/default"
 UNKNOWN = "bogus_field"
+N = "/api/v1/notifications"
+SLACK = "slack://T1JJ3T3L2/A1BRTD4JD/TIiajkdnlazkcOXrIdevi7FQ/#ops"
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,38 @@ def writes(live: Live) -> dict[tuple[str, str], Write]:
             {"partition": "default", "queue": "root.team.a", "role": "admin", "user": "token-user"},
         ),
         ("/api/v1/grants/{id}/", "delete"): Write({"id": _grant()}, {}),
+        (f"{N}/subscriptions/", "post"): Write(
+            {}, {"partition": "default", "queue_path": "root.team.a", "kinds": ["run.started"]}
+        ),
+        (f"{N}/subscriptions/{{id}}/", "put"): Write(
+            {"id": _subscription()},
+            {"partition": "default", "queue_path": "root.team", "kinds": ["run.failed"]},
+        ),
+        (f"{N}/subscriptions/{{id}}/", "delete"): Write({"id": _subscription()}, {}),
+        (f"{N}/channels/", "post"): Write({}, {"name": "ops", "url": SLACK}),
+        (f"{N}/channels/{{id}}/", "patch"): Write({"id": _channel()}, {"name": "ops2"}),
+        (f"{N}/channels/{{id}}/", "delete"): Write({"id": _channel()}, {}),
     }
+
+
+def _subscription() -> int:
+    """A subscription to change or delete (role-admin's, on root.team.a)."""
+    found = Subscription.objects.first()
+    if found is None:
+        found = Subscription.objects.create(
+            user=role_user("role-admin", "admin"), partition="default", queue_path="root.team.a",
+            kinds=["run.started"], created_at=timezone.now(),
+        )  # fmt: skip
+    return found.pk
+
+
+def _channel() -> int:
+    """A channel to rename or delete."""
+    found = Channel.objects.first()
+    if found is None:
+        found = Channel.objects.create(name="chat", kind="slack", url=SLACK,
+                                       created_at=timezone.now())  # fmt: skip
+    return found.pk
 
 
 def _grant() -> int:
@@ -149,6 +184,8 @@ def everything() -> dict[str, Any]:
         **snapshot(),
         "run_states": list(PreemptionRun.objects.order_by("pk").values_list("pk", "status")),
         "grants": list(QueueGrant.objects.order_by("pk").values_list("pk", "role")),
+        "subscriptions": list(Subscription.objects.order_by("pk").values()),
+        "channels": list(Channel.objects.order_by("pk").values()),
     }
 
 

@@ -72,6 +72,7 @@ def test_every_console_page_has_the_help_link_of_its_route(state, admin):  # noq
         "/glossary/",
         "/account/tokens/",
         f"/users/{user.pk}/tokens/",
+        "/account/notifications/",
     ]
     checked = set()
     for url in pages:

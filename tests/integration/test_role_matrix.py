@@ -46,6 +46,7 @@ from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.cluster.models import Node
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
+from scheduler_admin.notifications.models import Channel, Subscription
 from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, ScheduledChange
 from scheduler_admin.queues.scheduled import schedule_queue_change
 from scheduler_admin.web.common import queue_url
@@ -64,6 +65,8 @@ pytestmark = pytest.mark.django_db
 
 P = "/api/v1/partitions/{partition}"
 API = "/api/v1/partitions/default"
+N = "/api/v1/notifications"
+SLACK = "slack://T1JJ3T3L2/A1BRTD4JD/TIiajkdnlazkcOXrIdevi7FQ/#ops"
 PLACES = {"inside": ("root.team-a", "web", "batch"), "outside": ("root.team-b", "web", "batch")}
 
 # Who may: a global role (anywhere), or a subtree role @ the place it may act.
@@ -217,6 +220,27 @@ API_WRITES: dict[tuple[str, str], Write | None] = {
         ADMIN_WHOLE, 204, WHOLE,
         lambda t, p: Call("DELETE", f"/api/v1/grants/{_target_grant()}/", {}),
     ),
+    # Notifications: anyone who reads a queue subscribes to it; channels are for admins.
+    (f"{N}/subscriptions/", "post"): Write(
+        READ_QUEUE, 201, QUEUED,
+        lambda t, p: Call("POST", f"{N}/subscriptions/", {
+            "partition": "default", "queue_path": queue_path(p), "kinds": ["run.started"]}),
+    ),
+    # One's own subscription (another's is a 404): tests/api/test_notifications_api.py.
+    (f"{N}/subscriptions/{{id}}/", "put"): None,
+    (f"{N}/subscriptions/{{id}}/", "delete"): None,
+    (f"{N}/channels/", "post"): Write(
+        ADMIN_WHOLE, 201, WHOLE,
+        lambda t, p: Call("POST", f"{N}/channels/", {"name": "ops", "url": SLACK}),
+    ),
+    (f"{N}/channels/{{id}}/", "patch"): Write(
+        ADMIN_WHOLE, 200, WHOLE,
+        lambda t, p: Call("PATCH", f"{N}/channels/{_channel()}/", {"name": "ops-2"}),
+    ),
+    (f"{N}/channels/{{id}}/", "delete"): Write(
+        ADMIN_WHOLE, 204, WHOLE,
+        lambda t, p: Call("DELETE", f"{N}/channels/{_channel()}/", {}),
+    ),
 }  # fmt: skip
 
 
@@ -229,6 +253,13 @@ def _scheduled(place: str) -> int:
             "default", path, version=_version(path), actor=None, comment="later",
             apply_at=timezone.now() + timedelta(days=1), max={"memory": 300 * 10**9},
         )  # fmt: skip
+    return found.pk
+
+
+def _channel() -> int:
+    found = Channel.objects.first() or Channel.objects.create(
+        name="chat", kind="slack", url=SLACK, created_at=timezone.now()
+    )
     return found.pk
 
 
@@ -273,6 +304,8 @@ def snapshot() -> dict[str, Any]:
         "users": sorted(get_user_model().objects.values_list("username", "is_active")),
         "memberships": sorted(Group.objects.values_list("name", "user__username")),
         "tokens": sorted(ApiToken.objects.values_list("user__username", "name")),
+        "subscriptions": Subscription.objects.count(),
+        "channels": sorted(Channel.objects.values_list("name", flat=True)),
         "audit": AuditEvent.objects.count(),
         "scheduled": sorted(ScheduledChange.objects.values_list("pk", "status")),
     }
@@ -511,6 +544,15 @@ CONSOLE_FORMS: dict[str, list[Form]] = {
         Form(SIGNED_IN, 200, WHOLE, lambda t, p: _form(
             "POST", "/account/tokens/issue/", {"name": "laptop", "expires_days": 7})),
     ],
+    # Every signed-in account subscribes to the queues it reads.
+    "notifications": [Form(SIGNED_IN, 200, WHOLE,
+                           lambda t, p: _form("GET", "/account/notifications/"))],
+    "notifications-subscribe": [
+        Form(READ_QUEUE, 302, QUEUED, lambda t, p: _form(
+            "POST", "/account/notifications/subscribe/", {
+                "partition": "default", "queue_path": queue_path(p), "subtree": "on",
+                "kinds": ["run.started"], "email": "on"})),
+    ],
     "users-grant-give": [
         Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form("POST", "/users/grants/", {
             "partition": "default", "queue": "root.team-a.web", "role": "admin",
@@ -549,6 +591,7 @@ CONSOLE_READS = {
     "live-queue": "test_grant_visibility: 403 outside",
     # Revokes one of the caller's own tokens (its id is the caller's, so not a matrix call).
     "my-tokens-revoke": "test_api_tokens: the owner revokes; another account's token is a 404",
+    "notifications-unsubscribe": "test_notifications_page: the owner deletes; another's is a 404",
 }
 
 

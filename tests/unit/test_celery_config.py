@@ -13,6 +13,7 @@ from django.conf import settings
 from scheduler_admin.celery import (
     BEAT_SCHEDULE,
     DEFAULT_QUEUE,
+    NOTIFICATION_TASK,
     WEBHOOK_QUEUE,
     WEBHOOK_TASK,
     _transport_options,
@@ -56,11 +57,24 @@ def test_webhook_deliveries_go_to_their_own_queue_and_everything_else_to_the_def
     # The webhook worker's heartbeat goes to its queue: it says that worker is alive (issue 16).
     to_webhook_worker = {"record-webhook-worker-heartbeat"}
     for name, entry in BEAT_SCHEDULE.items():
-        to_webhooks = entry["task"] == WEBHOOK_TASK or name in to_webhook_worker
+        # Notifications to people wait on outside services too: the same queue and worker.
+        to_webhooks = (
+            entry["task"] in {WEBHOOK_TASK, NOTIFICATION_TASK} or name in to_webhook_worker
+        )
         expected = WEBHOOK_QUEUE if to_webhooks else DEFAULT_QUEUE
         assert queue_of(str(entry["task"]), entry["options"]) == expected, name
     assert queue_of("scheduler_admin.enforcement.tasks.execute_run") == DEFAULT_QUEUE
     assert any(entry["task"] == WEBHOOK_TASK for entry in BEAT_SCHEDULE.values())
+    assert any(entry["task"] == NOTIFICATION_TASK for entry in BEAT_SCHEDULE.values())
+    assert queue_of(NOTIFICATION_TASK) == WEBHOOK_QUEUE
+
+
+def test_the_notification_task_has_time_limits_above_its_budget_and_below_the_global_limit():
+    import scheduler_admin.notifications.tasks  # noqa: F401 - registers the task
+
+    task = app.tasks[NOTIFICATION_TASK]
+    budget_end = settings.NOTIFICATION_TASK_BUDGET + 3 * settings.NOTIFICATION_TIMEOUT
+    assert budget_end < task.soft_time_limit < task.time_limit <= app.conf.task_time_limit
 
 
 def test_the_delivery_task_has_time_limits_above_its_budget_and_below_the_global_limit() -> None:

@@ -52,6 +52,9 @@ HELP_PAGES: dict[str, str] = {
     "my-tokens": "reference/console/api-tokens",
     "my-tokens-issue": "reference/console/api-tokens",
     "my-tokens-revoke": "reference/console/api-tokens",
+    "notifications": "how-to/get-notified",
+    "notifications-subscribe": "how-to/get-notified",
+    "notifications-unsubscribe": "how-to/get-notified",
 }
 
 #: Console routes without a Help link: JSON for the live pages, the health check, and the
