@@ -29,6 +29,7 @@ from preemption.config import PartitionConfig, QueueConfig
 from preemption.hierarchy import ConfigError, ConfigErrors, Hierarchy, validate_config
 from scheduler_admin.accounts import permissions
 from scheduler_admin.accounts.permissions import CANCEL_TIMER, EDIT_QUEUE, READ, can
+from scheduler_admin.cluster.dynamic import cluster_tree, config_with_dynamic
 from scheduler_admin.cluster.resource_types import resource_type_warnings
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
@@ -69,6 +70,16 @@ def queue_detail(request: HttpRequest, partition: str, queue: str) -> HttpRespon
     config = current_config(part)
     queue_config = config.queue(queue)
     row = Queue.objects.filter(partition=part, path=queue).first()
+    if queue_config is None:
+        # A queue YuniKorn created (SPEC 3.4) is shown, never edited: there is no config.
+        merged, _, dynamic = cluster_tree(part)
+        if queue in dynamic:
+            if request.method == "POST":
+                messages.error(request, "A dynamic queue has no config to change.")
+                return redirect(queue_url(part.name, queue))
+            context = _page(request, part, merged, merged.queue(queue))  # type: ignore[arg-type]
+            context.update({"edit": None, "preview": None, "version": None, "dynamic": True})
+            return render(request, "web/queue_pages/detail.html", context)
     if queue_config is None or row is None:
         raise Http404(f"Partition {part.name} has no queue {queue}.")
 
@@ -185,7 +196,8 @@ def _page(
     """Everything the page shows besides the form."""
     path = queue.path
     now = timezone.now()
-    hierarchy = Hierarchy(config)
+    # With the cluster's dynamic queues: children shown, their usage counted (SPEC 3.4).
+    hierarchy = Hierarchy(config_with_dynamic(partition, config))
     usage = usage_status(partition, hierarchy, queue)
     names = [bar.resource for bar in usage["bars"]]
     return {
