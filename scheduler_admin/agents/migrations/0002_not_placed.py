@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('agents', '0001_initial'),
+        ("agents", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='clusteragent',
-            name='not_placed',
+            model_name="clusteragent",
+            name="not_placed",
             field=models.JSONField(blank=True, default=list),
         ),
     ]
