@@ -299,6 +299,10 @@ class EvictionOutcome(models.TextChoices):
 
     EVICTED = "evicted", "Evicted"
     GONE = "gone", "Already gone (nothing to evict)"
+    #: The cluster cannot carry the order out (a pod under several disruption budgets: the
+    #: API server refuses every eviction of it). The order ends with the cluster's reason
+    #: (``cluster_reason``); the task stays, running, and is not preempted (SPEC 5).
+    REFUSED = "refused", "Refused by the cluster (the task stays)"
 
 
 class ClusterStatus(models.TextChoices):

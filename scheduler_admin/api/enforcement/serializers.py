@@ -385,9 +385,26 @@ class AckItemSerializer(StrictSerializer):
     outcome = serializers.ChoiceField(
         choices=AckOutcome.choices,
         default=AckOutcome.EVICTED,
-        help_text="`evicted` (default): the task was evicted; `gone`: it had already ended. "
-        "Either way the task is released; the outcome is kept in the audit event.",
+        help_text="`evicted` (default): the task was evicted; `gone`: it had already ended "
+        "(either way the task is released); `refused`: the cluster cannot carry the order out "
+        "(e.g. a pod under several disruption budgets): the order ends with `reason`, the task "
+        "stays and is not preempted. The outcome is kept on the order and in the audit event.",
     )
+    reason = serializers.CharField(
+        required=False, allow_blank=True, default="", trim_whitespace=False,
+        help_text="Why the cluster refused (required with `refused`). Longer than "
+        f"{CLUSTER_MESSAGE_MAX_LENGTH} characters is cut, not refused.",
+    )  # fmt: skip
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        refused = attrs.get("outcome") == AckOutcome.REFUSED
+        if refused and not attrs.get("reason", "").strip():
+            raise serializers.ValidationError({"reason": "Say why the cluster refused."})
+        if not refused and attrs.get("reason"):
+            raise serializers.ValidationError(
+                {"reason": "Only a refused order has a reason (its outcome is `refused`)."}
+            )
+        return attrs
 
 
 class BulkAckSerializer(StrictSerializer):

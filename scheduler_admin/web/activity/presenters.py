@@ -26,6 +26,7 @@ from scheduler_admin.enforcement.exports import STORED_AS
 from scheduler_admin.enforcement.models import (
     ClusterStatus,
     EvictionOrder,
+    EvictionOutcome,
     EvictionStatus,
     RunCandidate,
 )
@@ -121,7 +122,8 @@ def query_without(params: QueryDict, *names: str) -> str:
 
 def cluster_answers(orders: QuerySet[EvictionOrder]) -> list[tuple[str, int]]:
     """How many of a run's pending orders the cluster last reported as blocked, failed or
-    waiting, in that order: ``[("Blocked by a disruption budget", 2), ...]``."""
+    waiting, in that order: ``[("Blocked by a disruption budget", 2), ...]``; then how many
+    orders it refused (ended with the task left running)."""
     counts = dict(
         orders.filter(status=EvictionStatus.PENDING)
         .exclude(cluster_status="")
@@ -129,7 +131,11 @@ def cluster_answers(orders: QuerySet[EvictionOrder]) -> list[tuple[str, int]]:
         .values_list("cluster_status")
         .annotate(count=Count("*"))
     )
-    return [(status.label, counts[status]) for status in ClusterStatus if counts.get(status)]
+    answers = [(status.label, counts[status]) for status in ClusterStatus if counts.get(status)]
+    refused = orders.filter(outcome=EvictionOutcome.REFUSED).count()
+    if refused:  # ended, the task left running: the run did not preempt it
+        answers.append(("Refused by the cluster (the task stays, not preempted)", refused))
+    return answers
 
 
 def is_alert(outcome: str) -> bool:
