@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.core.paginator import Page, Paginator
@@ -136,6 +137,15 @@ def cluster_answers(orders: QuerySet[EvictionOrder]) -> list[tuple[str, int]]:
     if refused:  # ended, the task left running: the run did not preempt it
         answers.append(("Refused by the cluster (the task stays, not preempted)", refused))
     return answers
+
+
+def soft_waiting_too_long(orders: QuerySet[EvictionOrder], now: datetime) -> set[int]:
+    """Ids of the soft eviction orders still waiting for the pod's owner past
+    ``SOFT_EVICTION_WAIT_WARNING_SECONDS`` (``EvictionOrder.waiting_too_long``)."""
+    waiting = orders.filter(
+        soft=True, status=EvictionStatus.PENDING, cluster_status=ClusterStatus.WAITING
+    )
+    return {order.pk for order in waiting if order.waiting_too_long(now)}
 
 
 def is_alert(outcome: str) -> bool:

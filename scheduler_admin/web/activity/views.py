@@ -14,6 +14,7 @@ never answers with a 500.
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
@@ -151,6 +152,8 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     explanation_page = presenters.page_of(request, shown, "epage")
 
     orders = EvictionOrder.objects.filter(run=run)
+    now = timezone.now()
+    waiting_long = presenters.soft_waiting_too_long(orders, now)
     exports = [
         (label, reverse(f"api-run-export-{extension}", kwargs={"pk": run.pk}))
         for label, extension in (("CSV", "csv"), ("JSON", "json"))
@@ -180,8 +183,10 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "orders_total": orders.count(),
             "orders_pending": orders.filter(status=EvictionStatus.PENDING).count(),
             "orders_answers": presenters.cluster_answers(orders),
+            "waiting_long": waiting_long,
+            "waiting_long_after": settings.SOFT_EVICTION_WAIT_WARNING_SECONDS,
             "active": run.status in ACTIVE_RUN_STATUSES,
-            "progress": paced_progress(run, timezone.now()),
+            "progress": paced_progress(run, now),
             "may_abort": bool(can(request.user, ABORT_RUN, run.partition, run.queue_path)),
             "abort_form": AbortForm(),
         },
