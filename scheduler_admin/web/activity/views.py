@@ -40,6 +40,7 @@ from scheduler_admin.enforcement.models import (
 )
 from scheduler_admin.enforcement.runs.pacing import paced_progress
 from scheduler_admin.enforcement.visibility import visible_audit, visible_runs
+from scheduler_admin.web import eligibility_text
 from scheduler_admin.web.activity import presenters
 from scheduler_admin.web.common import partition_choices, require
 from scheduler_admin.web.explanations import glossary_url, outcome_anchor, outcome_text
@@ -154,6 +155,10 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     orders = EvictionOrder.objects.filter(run=run)
     now = timezone.now()
     waiting_long = presenters.soft_waiting_too_long(orders, now)
+    # Labels and taints of the nodes named (SPEC 3.3), as the nodes are now.
+    node_facts = eligibility_text.node_facts(
+        run.partition, {victim.node_name for victim in victim_page} | ({run.node} - {""})
+    )
     exports = [
         (label, reverse(f"api-run-export-{extension}", kwargs={"pk": run.pk}))
         for label, extension in (("CSV", "csv"), ("JSON", "json"))
@@ -184,6 +189,7 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "orders_pending": orders.filter(status=EvictionStatus.PENDING).count(),
             "orders_answers": presenters.cluster_answers(orders),
             "waiting_long": waiting_long,
+            "node_facts": node_facts,
             "waiting_long_after": settings.SOFT_EVICTION_WAIT_WARNING_SECONDS,
             "active": run.status in ACTIVE_RUN_STATUSES,
             "progress": paced_progress(run, now),

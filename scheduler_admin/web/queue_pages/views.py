@@ -35,6 +35,7 @@ from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.queues.saved import current_config
+from scheduler_admin.web import eligibility_text
 from scheduler_admin.web.common import partition_or_404, queue_url, require, revision_link
 from scheduler_admin.web.plans import plan_view
 from scheduler_admin.web.queue_pages import effective, tables
@@ -190,6 +191,13 @@ def _stale_message(current: int) -> str:
     )
 
 
+def _node_facts(partition: Partition, task_tables: dict[str, Any]) -> dict[str, str]:
+    """Labels and taints of the nodes the page's tasks run on and its asks are reserved for."""
+    names = {task.node_name for task, _ in task_tables["tasks"]["rows"]}
+    names |= {ask.node for ask, _ in task_tables["asks"]["rows"] if ask.node}
+    return eligibility_text.node_facts(partition, names)
+
+
 def _page(
     request: HttpRequest, partition: Partition, config: PartitionConfig, queue: QueueConfig
 ) -> dict[str, Any]:
@@ -200,6 +208,7 @@ def _page(
     hierarchy = Hierarchy(config_with_dynamic(partition, config))
     usage = usage_status(partition, hierarchy, queue)
     names = [bar.resource for bar in usage["bars"]]
+    task_tables = tables.task_tables(partition, path, request.GET, names)
     return {
         "partition": partition,
         "queue": queue,
@@ -216,7 +225,9 @@ def _page(
         **usage,
         **timer_status(partition, path, now, user=request.user),
         "now": now,
-        **tables.task_tables(partition, path, request.GET, names),
+        **task_tables,
+        # Where the tasks run and the asks may (SPEC 3.3): the nodes' labels and taints.
+        "node_facts": _node_facts(partition, task_tables),
         # Usage over time (issue 16, usage history)
         **usage_history(partition, path, request.GET, now, request.user),
         "history": queue_history(partition, path),
