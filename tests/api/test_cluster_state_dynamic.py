@@ -199,3 +199,11 @@ def test_a_task_in_a_dynamic_queue_the_push_does_not_create_is_refused(partition
     }
     response = operator.post(STATE, bad, format="json")
     assert_error(response, 400, "allocations[0].queue")
+
+
+def test_the_queues_api_counts_dynamic_queues_in_their_parents_usage(partition, operator, viewer):
+    assert operator.post(STATE, body(), format="json").status_code == 200
+    rows = {row["path"]: row for row in viewer.get(f"{API}/queues/").json()["results"]}
+    assert "root.Tenants.team.etl" not in rows  # configured queues only
+    assert rows["root.Tenants"]["usage"] == {"memory": "16Gi"}
+    assert rows["root"]["usage"] == {"memory": "17Gi"}

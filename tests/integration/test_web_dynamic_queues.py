@@ -120,3 +120,11 @@ def test_a_post_to_a_dynamic_queue_changes_nothing(partition, console):
     response = admin.post(queue_url("default", "root.tenants.etl"), {"action": "save"})
     assert response.status_code == 302
     assert partition.revisions.count() == 1
+
+
+def test_the_live_update_of_a_dynamic_queue_page_answers(partition, console):
+    response = console.get(
+        reverse("live-queue"), {"partition": "default", "queue": "root.tenants.etl"}
+    )
+    assert response.status_code == 200, response.content
+    assert response.json()["over_max"] is False
