@@ -22,7 +22,11 @@ from preemption.eligibility_fields import (
     read_tolerations,
 )
 from preemption.hierarchy import Hierarchy
-from scheduler_admin.cluster.dynamic import config_with_dynamic
+from scheduler_admin.cluster.dynamic import (
+    StoredDynamicQueue,
+    config_with_dynamic,
+    with_dynamic_queues,
+)
 from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.cluster.usage import (
@@ -219,8 +223,18 @@ def with_overrides(state: model.ClusterState, body: ClusterStateBody) -> model.C
 
     live = {AllocationState.RUNNING, AllocationState.PREEMPTING}
     waiting = {AskState.PENDING, AskState.RESERVED}
+    # The body's dynamic queues (SPEC 3.4) join the tree, so its tasks in them count there
+    # (a replace body's omissions are not taken out: the simulator only adds).
+    config = with_dynamic_queues(
+        state.config,
+        [
+            StoredDynamicQueue(q["path"], q["leaf"], q["guaranteed"], q["max"], q["properties"])
+            for q in body.dynamic_queues
+        ],
+    )
     return replace(
         state,
+        config=config,
         nodes=tuple(nodes.values()),
         allocations=tuple(a for a in allocations.values() if a.state in live),
         asks=tuple(a for a in asks.values() if a.state in waiting),

@@ -11,8 +11,14 @@ from datetime import UTC, datetime
 import pytest
 
 from preemption.policies import plan_quota
-from scheduler_admin.cluster.adapters import load_quota_state, queue_usage
+from scheduler_admin.cluster.adapters import (
+    load_cluster_state,
+    load_quota_state,
+    queue_usage,
+    with_overrides,
+)
 from scheduler_admin.cluster.dynamic import cluster_tree
+from scheduler_admin.cluster.ingest.parsing import parse_cluster_state
 from scheduler_admin.cluster.models import Allocation, DynamicQueue
 from scheduler_admin.queues.models import ConfigRevision
 from scheduler_admin.queues.saved import current_config
@@ -207,3 +213,11 @@ def test_the_queues_api_counts_dynamic_queues_in_their_parents_usage(partition, 
     assert "root.Tenants.team.etl" not in rows  # configured queues only
     assert rows["root.Tenants"]["usage"] == {"memory": "16Gi"}
     assert rows["root"]["usage"] == {"memory": "17Gi"}
+
+
+def test_the_simulators_overrides_add_the_bodys_dynamic_queues(partition):
+    state = load_cluster_state(partition)
+    overridden = with_overrides(state, parse_cluster_state(partition, body()))
+    assert "root.Tenants.team.etl" in overridden.hierarchy.queues
+    assert overridden.usage["root.Tenants"] == {"memory": 16 * GI}
+    assert "root.Tenants.team.etl" not in state.hierarchy.queues  # nothing was stored
