@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from scheduler_admin.cluster.services import ingest_cluster_state
 from tests.e2e.browser import screenshot
+from tests.e2e.test_accessibility import LOW_CONTRAST_JS
 from tests.e2e.test_visual_language import WIDE
 from tests.integration.test_web_dynamic_queues import QUEUES_YAML, STATE
 from tests.support.factories.partitions import saved_partition
@@ -29,6 +30,7 @@ def test_a_dynamic_queue_in_the_tree_and_on_its_page_with_labels_and_taints(
     row = page.locator('tr[data-path="root.tenants.etl"]')
     expect(row.locator(".badge.dynamic")).to_have_text("dynamic")
     expect(page.locator('tr[data-path="root.tenants"]')).to_contain_text("10Gi")
+    assert page.evaluate(LOW_CONTRAST_JS) == []
     screenshot(page, "dashboard-dynamic-queue")
 
     row.get_by_role("link", name="etl").click()
@@ -44,4 +46,5 @@ def test_a_dynamic_queue_in_the_tree_and_on_its_page_with_labels_and_taints(
     expect(ask).to_contain_text("selector: nvidia.com/gpu.present=true")
     expect(ask).to_contain_text("affinity: zone In b,c")
     expect(ask).to_contain_text("tolerates: nvidia.com/gpu (any value):every effect")
+    assert page.evaluate(LOW_CONTRAST_JS) == []
     screenshot(page, "queue-dynamic-with-labels-and-taints")
