@@ -231,6 +231,7 @@ def test_a_refused_order_ends_with_the_reason_and_the_task_stays(run, orders, op
 
     page = console_client().get(reverse("run-detail", args=[run.pk])).content.decode()
     assert "The cluster refused order" in page and "the task stays" in page
+    assert "no: the cluster refused" in page  # not counted as preempted
     assert "1 refused by the cluster (the task stays, not preempted)" in page
 
     # Acknowledging it again changes nothing: the order has ended.
