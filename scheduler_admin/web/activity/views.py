@@ -33,6 +33,7 @@ from scheduler_admin.enforcement.filtersets import RunFilterSet
 from scheduler_admin.enforcement.models import (
     ACTIVE_RUN_STATUSES,
     EvictionOrder,
+    EvictionOutcome,
     EvictionStatus,
     PreemptionRun,
     RunCandidate,
@@ -173,7 +174,10 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "outcome_link": glossary_url(outcome_anchor(run.outcome)),
             "alert": _alert(run),
             "victim_count": victims.count(),
-            "preempted_count": victims.filter(preempted_at__isnull=False).count(),
+            # A victim whose order the cluster refused stays running: not preempted.
+            "preempted_count": victims.filter(preempted_at__isnull=False)
+            .exclude(eviction__outcome=EvictionOutcome.REFUSED)
+            .count(),
             "victim_pager": presenters.pager(request, victim_page, "vpage"),
             "victim_rows": [(victim, why.get(victim.allocation_id)) for victim in victim_page],
             "leaves": presenters.leaf_rows(
