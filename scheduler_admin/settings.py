@@ -421,6 +421,10 @@ EVICTION_PACING_SECONDS = env.int("EVICTION_PACING_SECONDS", 0, minimum=0)
 RUN_EVICTION_BATCH = env.int("RUN_EVICTION_BATCH", 500, minimum=1)
 # A cluster agent that sent no heartbeat for this long is shown as stale (dashboard, agents API).
 STALE_AGENT_SECONDS = env.int("STALE_AGENT_SECONDS", 60, minimum=1)
+# A soft eviction order still waiting for the pod's owner this long after it was made is
+# flagged on the run page and in the evictions list: nothing in Kubernetes acts on the label
+# without a controller that watches for it.
+SOFT_EVICTION_WAIT_WARNING_SECONDS = env.int("SOFT_EVICTION_WAIT_WARNING_SECONDS", 900, minimum=1)
 # The product enforces quota decreases itself (quota timers, runs, eviction orders), so the config
 # it publishes for YuniKorn (``config.yaml?publish=true``) switches YuniKorn's own quota
 # preemption off: two enforcers would evict for the same decrease. True keeps the partition's

@@ -193,7 +193,18 @@ class Agent:
             "publishing": self.options.publish_config,
             "counts": self.sync.counts
             or {"nodes": 0, "allocations": 0, "asks": 0, "budgets": 0, "skipped": 0},
+            "not_placed": not_placed(self.sync.skipped),
         }
+
+
+#: The product keeps the first 20 pods left out, with why (``counts.skipped`` has them all).
+NOT_PLACED_LIMIT = 20
+
+
+def not_placed(skipped: dict[str, str]) -> list[dict[str, str]]:
+    """The first ``NOT_PLACED_LIMIT`` pods left out (by id), each with its reason, for the
+    heartbeat: the console shows them on the agent's row."""
+    return [{"pod": pod, "reason": skipped[pod]} for pod in sorted(skipped)[:NOT_PLACED_LIMIT]]
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -27,8 +27,9 @@ For each pending order (polled every interval, or received by the signed webhook
     is the API server's own rate limit: reported ``failed`` as such, tried again after its
     ``Retry-After``;
   - 500 "more than one PodDisruptionBudget": the Eviction API cannot evict the pod while that
-    holds; reported ``blocked`` with that reason and tried again rarely (the agent also pushes
-    such a pod with a budget that allows no disruption, so the engine does not choose it again);
+    holds: the order is acknowledged ``refused`` with that reason (it ends; the product leaves
+    the task running and the run says why), and the agent pushes such a pod with a budget that
+    allows no disruption, so the engine does not choose it again;
   - anything else: report ``failed``, try again with backoff.
 
   Nothing is ever dropped: an order stays pending in the product until it is acknowledged.
@@ -81,7 +82,7 @@ class Result:
     """What became of one order this turn: acknowledged (``outcome``), or reported."""
 
     order_id: int
-    outcome: str = ""  # evicted | gone: acknowledge
+    outcome: str = ""  # evicted | gone | refused (with ``reason``): acknowledge
     status: str = ""  # blocked | failed | waiting: report
     reason: str = ""
     code: int | None = None
@@ -119,7 +120,12 @@ class Evictor:
 
     def send(self, results: list[Result]) -> tuple[int, int]:
         """Acknowledge and report ``results`` in one request each."""
-        acks = [{"id": r.order_id, "outcome": r.outcome} for r in results if r.done]
+        acks = [
+            {"id": r.order_id, "outcome": r.outcome}
+            | ({"reason": r.reason[:REASON_MAX]} if r.outcome == "refused" else {})
+            for r in results
+            if r.done
+        ]
         # Every refused attempt is reported (the order counts them); a waiting soft eviction
         # once, until something changes.
         reports = [
@@ -222,13 +228,12 @@ class Evictor:
                 exactly=wait or 1.0,
             )
         if error.status == 500 and SEVERAL_BUDGETS in message:
-            return self._retry(
+            return Result(
                 order_id,
-                "blocked",
-                f"{message} The pod is under several disruption budgets: the Eviction API "
-                "refuses it until all but one are gone.",
-                500,
-                exactly=MAX_BACKOFF,
+                outcome="refused",
+                reason=f"{message} The pod is under several disruption budgets: the Eviction "
+                "API refuses every eviction of it while more than one selects it.",
+                code=500,
             )
         return self._retry(order_id, "failed", message, error.status)
 

@@ -31,6 +31,8 @@ logger = logging.getLogger(__name__)
 
 #: Body keys in the order the product applies them, and the ``remove`` key of each.
 BODY_KINDS = ("nodes", "allocations", "asks", "budgets")
+#: The body's key for the queues YuniKorn created (SPEC 3.4), pushed with the pods they hold.
+DYNAMIC = "dynamic_queues"
 
 
 class StateSync:
@@ -118,6 +120,7 @@ class StateSync:
             raise
         self._done(state, since)
         self.pushed = {kind: dict(getattr(state, kind)) for kind in BODY_KINDS}
+        self.pushed[DYNAMIC] = state.dynamic_items()
         self.pushes += 1
         return answer
 
@@ -131,13 +134,21 @@ class StateSync:
             self.last_push_at = datetime.now(UTC)
 
     def _body(self, state: ClusterState) -> dict[str, Any] | None:
-        if self.pushed is None:
+        """A replace push when the product's state is unknown or a dynamic queue is gone (a
+        push removes those only by not listing them in a replace); else a delta."""
+        dynamic = state.dynamic_items()
+        if self.pushed is None or set(self.pushed[DYNAMIC]) - set(dynamic):
             body: dict[str, Any] = {
                 kind: list(getattr(state, kind).values()) for kind in BODY_KINDS
             }
+            body[DYNAMIC] = list(dynamic.values())
             body["replace"] = True
             return body
         body = {}
+        before_dynamic = self.pushed[DYNAMIC]
+        added = [item for path, item in dynamic.items() if before_dynamic.get(path) != item]
+        if added:  # before the tasks they hold: the product checks the body as a whole
+            body[DYNAMIC] = added
         remove: dict[str, list[str]] = {}
         for kind in BODY_KINDS:
             now, before = getattr(state, kind), self.pushed[kind]

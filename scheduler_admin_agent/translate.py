@@ -30,9 +30,9 @@ How each field is read, and where it follows YuniKorn's k8shim:
   ``yunikorn.apache.org/parentqueue`` annotation). Applications are placed as YuniKorn placed
   them when their first pod was pending; one that no rule places now but that has a running
   pod is where YuniKorn keeps such pods, ``root.@recovery@``.
-  A pod whose application is rejected, or placed in a queue YuniKorn would create (a dynamic
-  queue, the recovery queue included), is left out with the reason: the product holds only
-  configured queues.
+  A pod placed in a queue YuniKorn creates (a dynamic queue, the recovery queue included) is
+  pushed with it: the queue goes in the body's ``dynamic_queues`` with the child template it
+  takes. A pod whose application is rejected is left out with the reason.
 - **Application**: label ``yunikorn.apache.org/app-id``, annotation ``yunikorn.apache.org/app-id``,
   label ``applicationId``, label ``spark-app-selector`` (an id ending in ``-uniqueautogen`` gets
   the pod's uid instead of that suffix); otherwise k8shim's generated id
@@ -134,8 +134,8 @@ class ClusterState:
     budgets: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: pod id -> why it is not in the body (not placed, unknown node, bad quantity).
     skipped: dict[str, str] = field(default_factory=dict)
-    #: Queues YuniKorn would create for the applications (path -> leaf, child template); the
-    #: product does not hold them yet, so their pods are in ``skipped``.
+    #: Queues YuniKorn would create for the applications (path -> leaf, child template),
+    #: pushed as the body's ``dynamic_queues`` (``dynamic_items``).
     dynamic_queues: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     KINDS = ("nodes", "allocations", "asks", "budgets")
@@ -147,6 +147,13 @@ class ClusterState:
             "asks": len(self.asks),
             "budgets": len(self.budgets),
             "skipped": len(self.skipped),
+        }
+
+    def dynamic_items(self) -> dict[str, dict[str, Any]]:
+        """The dynamic queues as items of a cluster-state body, by path."""
+        return {
+            path: {"path": path, "leaf": queue["leaf"], "template": queue["template"]}
+            for path, queue in self.dynamic_queues.items()
         }
 
 
@@ -618,8 +625,8 @@ def translate(
 ) -> ClusterState:
     """The whole cluster as the product should see it.
 
-    A pod whose application YuniKorn would not place in one of the partition's configured leaf
-    queues, that sits on a node the cluster does not list, or whose resources cannot be read is
+    A pod whose application YuniKorn would not place (in a configured leaf queue or one it
+    creates), that sits on a node the cluster does not list, or whose resources cannot be read is
     left out with the reason (``ClusterState.skipped``): the product refuses a push with such a
     task as a whole.
     """
@@ -743,14 +750,6 @@ def place_applications(
             }
         if placement.queue is None:
             result[app] = ("", f"YuniKorn does not place application {app}: {placement.reason}")
-            continue
-        queue = placer.tree.get(placement.queue)
-        if queue is not None and queue.dynamic:
-            result[app] = (
-                "",
-                f"application {app} is placed by the {placement.rule} rule in {queue.path}, a "
-                "queue YuniKorn creates; the product does not hold dynamic queues",
-            )
             continue
         result[app] = (placement.queue, "")
     return result

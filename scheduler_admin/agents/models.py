@@ -24,6 +24,8 @@ from scheduler_admin.queues.models import Partition
 #: The counts an agent reports with each heartbeat: what its last push held, and the pods it
 #: could not report (``skipped``).
 COUNT_KEYS = ("nodes", "allocations", "asks", "budgets", "skipped")
+#: At most this many of the skipped pods come with their reason (``ClusterAgent.not_placed``).
+NOT_PLACED_LIMIT = 20
 
 
 class ClusterAgent(models.Model):
@@ -50,6 +52,9 @@ class ClusterAgent(models.Model):
     running_revision = models.PositiveIntegerField(null=True, blank=True)
     publishing = models.BooleanField(default=False)
     counts = models.JSONField(default=dict, blank=True)
+    #: Up to ``NOT_PLACED_LIMIT`` of the pods the agent left out (``counts.skipped`` is how
+    #: many): ``[{"pod": id, "reason": text}]``, e.g. an application YuniKorn rejects (SPEC 3.4).
+    not_placed = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["partition", "name", "id"]

@@ -17,13 +17,16 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
-from scheduler_admin.agents.models import COUNT_KEYS, ClusterAgent
+from scheduler_admin.agents.models import COUNT_KEYS, NOT_PLACED_LIMIT, ClusterAgent
 from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import record_event
 from scheduler_admin.base.limits import cap_text
 from scheduler_admin.base.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.services import newest_revision_number
+
+#: Longest reason kept for a pod left out (a placement trail can be long).
+NOT_PLACED_TEXT = 500
 
 if TYPE_CHECKING:
     from scheduler_admin.accounts.permissions import Authorize
@@ -43,6 +46,8 @@ class Heartbeat:
     running_revision: int | None = None
     publishing: bool = False
     counts: dict[str, int] = field(default_factory=dict)
+    #: ``[{"pod", "reason"}]``: some of the pods left out, and why (at most ``NOT_PLACED_LIMIT``).
+    not_placed: list[dict[str, str]] = field(default_factory=list)
 
     def fields(self) -> dict[str, object]:
         """The model fields a heartbeat sets (the error cut to its limit, every count)."""
@@ -50,6 +55,10 @@ class Heartbeat:
         del values["name"]
         values["last_error"] = cap_text(self.last_error)
         values["counts"] = {key: int(self.counts.get(key, 0)) for key in COUNT_KEYS}
+        values["not_placed"] = [
+            {"pod": str(item["pod"]), "reason": cap_text(str(item["reason"]), NOT_PLACED_TEXT)}
+            for item in self.not_placed[:NOT_PLACED_LIMIT]
+        ]
         return values
 
 

@@ -22,6 +22,11 @@ from preemption.eligibility_fields import (
     read_tolerations,
 )
 from preemption.hierarchy import Hierarchy
+from scheduler_admin.cluster.dynamic import (
+    StoredDynamicQueue,
+    config_with_dynamic,
+    with_dynamic_queues,
+)
 from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
 from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, AskState
 from scheduler_admin.cluster.usage import (
@@ -50,10 +55,11 @@ def load_cluster_state(
     running_runs: Iterable[str] = (),
     config: PartitionConfig | None = None,
 ) -> model.ClusterState:
-    """The partition as the engine sees it: config, nodes, live and preempting allocations,
-    waiting asks, budgets, and the queues with a run in progress."""
+    """The partition as the engine sees it: config (with the partition's dynamic queues,
+    ``cluster.dynamic``), nodes, live and preempting allocations, waiting asks, budgets, and
+    the queues with a run in progress."""
     return model.ClusterState(
-        config=config or partition.current_config(),
+        config=config_with_dynamic(partition, config or partition.current_config()),
         nodes=tuple(
             _node(row)
             for row in partition.nodes.values_list(
@@ -103,7 +109,11 @@ def load_quota_state(
       ``state.usage`` of each of those ancestors is exact. Queues further out (root, other
       tenants) see only part of their usage: no quota plan of ``queues`` reads them;
     - no nodes, asks or budgets: the quota policy reads none.
+
+    ``config`` gets the partition's dynamic queues (``cluster.dynamic``): their tasks are a
+    quota plan's candidates like those of any leaf.
     """
+    config = config_with_dynamic(partition, config)
     hierarchy = Hierarchy(config)
     roots = _outermost(queues)
     tops = []
@@ -213,8 +223,18 @@ def with_overrides(state: model.ClusterState, body: ClusterStateBody) -> model.C
 
     live = {AllocationState.RUNNING, AllocationState.PREEMPTING}
     waiting = {AskState.PENDING, AskState.RESERVED}
+    # The body's dynamic queues (SPEC 3.4) join the tree, so its tasks in them count there
+    # (a replace body's omissions are not taken out: the simulator only adds).
+    config = with_dynamic_queues(
+        state.config,
+        [
+            StoredDynamicQueue(q["path"], q["leaf"], q["guaranteed"], q["max"], q["properties"])
+            for q in body.dynamic_queues
+        ],
+    )
     return replace(
         state,
+        config=config,
         nodes=tuple(nodes.values()),
         allocations=tuple(a for a in allocations.values() if a.state in live),
         asks=tuple(a for a in asks.values() if a.state in waiting),
@@ -292,7 +312,7 @@ def queue_usage(
     Summed per queue in the database (``cluster.usage.leaf_usage``), then rolled up the tree by
     the engine's hierarchy.
     """
-    config = config or partition.current_config()
+    config = config_with_dynamic(partition, config or partition.current_config())
     per_queue = leaf_usage(partition, names=resource_names(partition, config))
     return model.ClusterState(config=config).hierarchy.usage_by_queue(per_queue)
 

@@ -24,6 +24,7 @@ from scheduler_admin.cluster.models import (
     Ask,
     AskState,
     DisruptionBudget,
+    DynamicQueue,
     Node,
 )
 
@@ -122,3 +123,11 @@ class BudgetFilterSet(django_filters.FilterSet):
     class Meta:
         model = DisruptionBudget
         fields: list[str] = []
+
+
+class DynamicQueueFilterSet(django_filters.FilterSet):
+    path_prefix = TextFilter(field_name="path", lookup_expr="startswith")
+
+    class Meta:
+        model = DynamicQueue
+        fields: list[str] = ["leaf"]

@@ -293,3 +293,32 @@ class ReplacementPage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.generation}[{self.index}]"
+
+
+class DynamicQueue(models.Model):
+    """A queue YuniKorn created for an application (SPEC 3.4 "dynamic queue"): part of the
+    cluster state, not of the config (no revision), pushed by the cluster agent with the
+    ``childtemplate`` it was created with (``template``, as in ``queues.yaml``), and dropped by
+    a ``replace`` push that no longer lists it. ``guaranteed``, ``max`` and ``properties`` are
+    the template's, read once on ingest (canonical integers) for the engine
+    (``cluster.dynamic``). ``path`` spells its configured ancestors as the config does."""
+
+    partition = models.ForeignKey(
+        Partition, on_delete=models.CASCADE, related_name="dynamic_queues"
+    )
+    path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
+    leaf = models.BooleanField(default=True)
+    template = models.JSONField(default=dict, blank=True)
+    guaranteed = models.JSONField(default=dict, blank=True)
+    max = models.JSONField(default=dict, blank=True)
+    properties = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["partition", "path"]
+        constraints = [
+            models.UniqueConstraint(fields=["partition", "path"], name="dynamic_queue_unique"),
+        ]
+
+    def __str__(self) -> str:
+        return self.path

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from scheduler_admin.accounts.permissions import Authorize
     from scheduler_admin.cluster.ingest.writing import IngestResult
 
-KINDS = ("nodes", "allocations", "asks", "budgets")
+KINDS = ("nodes", "allocations", "asks", "budgets", "dynamic_queues")
 PAGE_BODY_KEYS = {"replace", "page", *KINDS}
 PAGE_KEYS = {"generation", "index", "last"}
 #: More pages than this in one replacement is a client gone wrong (10,000 items a page would

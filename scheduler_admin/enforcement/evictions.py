@@ -153,6 +153,7 @@ def acknowledge_evictions(
     actor: AbstractBaseUser | None,
     via: str = "api",
     authorize: Authorize | None = None,
+    reasons: dict[int, str] | None = None,
 ) -> list[tuple[int, AckResult]]:
     """Acknowledge many orders of ``partition`` at once: ``items`` are ``(order id, outcome)``
     (an ``AckOutcome``), ids distinct. Returns each id with what was done, in the items' order.
@@ -165,9 +166,16 @@ def acknowledge_evictions(
     acknowledgement again after a lost answer); an id that names no order of the partition is
     reported ``not_found`` and changes nothing.
 
+    An order acknowledged ``refused`` (the cluster cannot carry it out) ends too, with the
+    cluster's reason (``reasons``: order id -> text) kept as ``cluster_reason``; its task is
+    not released but running again (no longer a victim awaiting eviction, so the engine sees
+    it as it is; the order, unique per task, keeps it from being ordered out twice), and the
+    run page shows the victim as refused, with the reason.
+
     Locks in the order of ``lock_order``: ``authorize`` (or the partition row alone, shared),
     the orders in id order, then their tasks in id order.
     """
+    reasons = reasons or {}
     now = timezone.now()
     outcomes = dict(items)
     results: dict[int, AckResult] = {}
@@ -192,6 +200,8 @@ def acknowledge_evictions(
             for row in pending:
                 by_outcome.setdefault(outcomes[row[0]], []).append(row[0])
             for outcome, order_ids in sorted(by_outcome.items()):
+                if outcome == AckOutcome.REFUSED:
+                    continue
                 EvictionOrder.objects.filter(pk__in=order_ids).update(
                     status=EvictionStatus.ACKNOWLEDGED,
                     acknowledged_at=now,
@@ -199,13 +209,37 @@ def acknowledge_evictions(
                     next_attempt_at=None,
                     outcome=outcome,
                 )
-            released = [row[2] for row in pending]
-            lock_allocations(partition, released)  # in id order, as a cluster-state push does
-            Allocation.objects.filter(partition=partition, external_id__in=released).exclude(
-                state=AllocationState.RELEASED
-            ).update(state=AllocationState.RELEASED, state_changed_at=now)
+            for order_id in by_outcome.get(AckOutcome.REFUSED, []):
+                EvictionOrder.objects.filter(pk=order_id).update(
+                    status=EvictionStatus.ACKNOWLEDGED,
+                    acknowledged_at=now,
+                    acknowledged_by=by,
+                    next_attempt_at=None,
+                    outcome=AckOutcome.REFUSED,
+                    cluster_reason=cap_text(reasons.get(order_id, "")),
+                    cluster_reported_at=now,
+                )
+            refused = {row[2] for row in pending if outcomes[row[0]] == AckOutcome.REFUSED}
+            tasks = [row[2] for row in pending]
+            lock_allocations(partition, tasks)  # in id order, as a cluster-state push does
+            Allocation.objects.filter(
+                partition=partition, external_id__in=[t for t in tasks if t not in refused]
+            ).exclude(state=AllocationState.RELEASED).update(
+                state=AllocationState.RELEASED, state_changed_at=now
+            )
+            if refused:
+                Allocation.objects.filter(
+                    partition=partition,
+                    external_id__in=sorted(refused),
+                    state=AllocationState.PREEMPTING,
+                ).update(state=AllocationState.RUNNING, state_changed_at=now)
             record_events(
-                [_ack_event(partition, row, outcomes[row[0]], actor, now, via) for row in pending]
+                [
+                    _ack_event(
+                        partition, row, outcomes[row[0]], actor, now, via, reasons.get(row[0], "")
+                    )
+                    for row in pending
+                ]
             )
             metrics.evictions_acknowledged(
                 EvictionOrder.objects.filter(
@@ -356,15 +390,17 @@ def _ack_event(
     actor: AbstractBaseUser | None,
     at: datetime,
     via: str,
+    reason: str = "",
 ) -> AuditEvent:
     """The ``eviction.acknowledged`` event of one order of a bulk acknowledgement: the same
     content as ``_eviction_event`` gives the single acknowledgement's, with the outcome."""
     order_id, _, allocation_id, run_id, soft, queue_path = row
-    what = (
-        "the task was already gone"
-        if outcome == AckOutcome.GONE
-        else "the task no longer counts towards usage"
-    )
+    if outcome == AckOutcome.GONE:
+        what = "the task was already gone"
+    elif outcome == AckOutcome.REFUSED:
+        what = f"the cluster refused it, the task stays: {cap_text(reason, 300)}"
+    else:
+        what = "the task no longer counts towards usage"
     return new_event(
         AuditKind.EVICTION_ACKNOWLEDGED,
         actor=actor,
@@ -377,6 +413,7 @@ def _ack_event(
         data={
             "order": order_id, "run": run_id, "allocation": allocation_id, "soft": soft,
             "via": via, "outcome": str(outcome),
+            **({"reason": cap_text(reason)} if outcome == AckOutcome.REFUSED else {}),
         },
     )  # fmt: skip
 

@@ -12,6 +12,9 @@ Correctness rests on PostgreSQL constraints, not on the workers behaving:
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
+
+from django.conf import settings
 from django.db import models
 from django.db.models import Count, F, OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce
@@ -319,6 +322,10 @@ class EvictionOutcome(models.TextChoices):
 
     EVICTED = "evicted", "Evicted"
     GONE = "gone", "Already gone (nothing to evict)"
+    #: The cluster cannot carry the order out (a pod under several disruption budgets: the
+    #: API server refuses every eviction of it). The order ends with the cluster's reason
+    #: (``cluster_reason``); the task stays, running, and is not preempted (SPEC 5).
+    REFUSED = "refused", "Refused by the cluster (the task stays)"
 
 
 class ClusterStatus(models.TextChoices):
@@ -387,3 +394,15 @@ class EvictionOrder(models.Model):
 
     def __str__(self) -> str:
         return f"evict {self.allocation_id} ({self.status})"
+
+    def waiting_too_long(self, now: datetime) -> bool:
+        """A soft eviction still pending, the cluster's last word ``waiting`` (the pod is
+        labelled, its owner has not deleted it), made ``SOFT_EVICTION_WAIT_WARNING_SECONDS``
+        ago or more: nothing may ever act on the label (no controller watches it)."""
+        return (
+            self.soft
+            and self.status == EvictionStatus.PENDING
+            and self.cluster_status == ClusterStatus.WAITING
+            and now - self.created_at
+            >= timedelta(seconds=settings.SOFT_EVICTION_WAIT_WARNING_SECONDS)
+        )

@@ -26,10 +26,10 @@ from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.audit.services import actor_name, new_event
 from scheduler_admin.base.errors import NotFound
 from scheduler_admin.base.lock_order import lock_partition, retry_on_conflict
+from scheduler_admin.cluster.dynamic import cluster_tree
 from scheduler_admin.cluster.usage import ENGINE_STATES, leaf_usage, resource_names
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues.models import Partition
-from scheduler_admin.queues.saved import current_tree
 
 
 class TimerNotFound(NotFound):
@@ -143,7 +143,7 @@ def load_due_state(partition: Partition, *, running_runs: Iterable[str] = ()) ->
     up by the engine's hierarchy: loading the 200,000 tasks of a large partition to add them up
     again in Python took seconds, and the decisions read nothing else of them.
     """
-    config, hierarchy = current_tree(partition)
+    config, hierarchy, _ = cluster_tree(partition)  # dynamic queues count in their ancestors
     live = leaf_usage(partition, names=resource_names(partition, config), states=ENGINE_STATES)
     return engine.DueState(hierarchy, hierarchy.usage_by_queue(live), frozenset(running_runs))
 

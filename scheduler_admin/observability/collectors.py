@@ -395,9 +395,9 @@ def _usage(partition_id: int, paths: list[str]) -> dict[str, dict[str, int]]:
     """Usage of the exported queues of one partition, as the dashboard and the queues API
     read it (``cluster.adapters.usage_of_queues``: the usage summary, rolled up the tree)."""
     from scheduler_admin.cluster.adapters import usage_of_queues
+    from scheduler_admin.cluster.dynamic import cluster_tree
     from scheduler_admin.queues.models import Partition
-    from scheduler_admin.queues.saved import current_tree
 
     partition = Partition.objects.get(pk=partition_id)
-    _, hierarchy = current_tree(partition)
+    _, hierarchy, _ = cluster_tree(partition)  # dynamic queues count in their ancestors
     return usage_of_queues(partition, hierarchy, [p for p in paths if p in hierarchy.queues])

@@ -11,7 +11,6 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler_admin_agent.evictions import MAX_BACKOFF
 from tests.agent.test_evictor import evictor, order
 from tests.agent.test_translate import _translate, node, pod, typed
 from tests.support.kube import fixtures
@@ -94,16 +93,26 @@ def test_a_failed_uid_precondition_is_gone(kube: FakeKubeAPI) -> None:
     assert agent.carry_out(order(kube, "batch", "p0")).outcome == "gone"
 
 
-def test_a_pod_under_two_budgets_is_reported_as_such_and_not_retried_soon(
+def test_a_pod_under_two_budgets_ends_its_order_as_refused_with_the_reason(
     kube: FakeKubeAPI,
 ) -> None:
     agent, _ = evictor(kube)
-    before = time.monotonic()
     result = agent.carry_out(order(kube, "batch", "p1", id_=7))
-    assert (result.outcome, result.status, result.code) == ("", "blocked", 500)
+    assert (result.outcome, result.status, result.code) == ("refused", "", 500)
     assert "several disruption budgets" in result.reason
-    assert agent._backoff[7][0] >= before + MAX_BACKOFF
     assert allowed(kube, "etl") == allowed(kube, "gold") == 1
+
+    class Product:
+        acknowledged: list = []
+
+        def acknowledge(self, items: list) -> None:
+            self.acknowledged.extend(items)
+
+    agent.product = Product()  # type: ignore[assignment]
+    assert agent.send([result]) == (1, 0)
+    [ack] = agent.product.acknowledged  # type: ignore[attr-defined]
+    assert ack["id"] == 7 and ack["outcome"] == "refused"
+    assert "several disruption budgets" in ack["reason"]
 
 
 def test_the_engine_sees_a_pod_under_two_budgets_as_not_disruptable() -> None:

@@ -186,9 +186,9 @@ def test_twenty_pods_are_placed_where_yunikorn_places_them() -> None:
 
 
 def test_the_agent_charges_them_there_and_reports_the_rest() -> None:
-    """The agent's translation: configured queues are pushed; pods YuniKorn puts in a queue it
-    creates, and the rejected one, are left out with the reason (and the dynamic queues are
-    reported)."""
+    """The agent's translation: pods of configured queues are pushed; pods YuniKorn puts in a
+    queue it creates are pushed in it, with the queue and its child template in the body's
+    dynamic queues; the rejected one is left out with the reason."""
     state = translate(
         [node("n1", cpu="64", memory="256Gi")],
         kube_pods(),
@@ -209,9 +209,18 @@ def test_the_agent_charges_them_there_and_reports_the_rest() -> None:
                 in (state.skipped[task])
             )
         else:
-            assert task not in pushed
-            assert f"in {expected[1]}, a queue YuniKorn creates" in state.skipped[task], name
+            assert pushed[task]["queue"] == expected[1], name
+            assert task not in state.skipped
     assert sorted(state.dynamic_queues) == [
         "root.tenants.batch", "root.tenants.sandbox", "root.tenants.web", "root.users.alice",
     ]  # fmt: skip
+    items = state.dynamic_items()
+    assert items["root.tenants.batch"] == {
+        "path": "root.tenants.batch",
+        "leaf": True,
+        "template": {"resources": {"guaranteed": {"vcore": "2"}, "max": {"vcore": "16"}}},
+    }
+    assert items["root.users.alice"]["template"] == {
+        "resources": {"max": {"vcore": "4", "memory": "8Gi"}}
+    }
     assert len(pushed) + len(state.skipped) == 20

@@ -12,7 +12,10 @@ from typing import Any
 
 import pytest
 import time_machine
+from django.test import Client
+from django.urls import reverse
 
+from scheduler_admin.accounts.services import create_user
 from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.base.limits import CLUSTER_MESSAGE_MAX_LENGTH
@@ -69,6 +72,7 @@ def test_the_first_heartbeat_registers_the_agent_and_answers_the_newest_revision
         "last_heartbeat_at": "2026-03-01T12:00:00Z", "last_push_at": "2026-03-01T11:59:58Z",
         "lag_seconds": 0.8, "last_error": "", "running_revision": None, "publishing": False,
         "counts": {"nodes": 50, "allocations": 1990, "asks": 10, "budgets": 4, "skipped": 1},
+        "not_placed": [],
         "stale": False,
     }  # fmt: skip
     [(kind, summary)] = agent_events()
@@ -178,6 +182,38 @@ def test_omitted_fields_take_their_defaults(demo_partition, operator):
     )  # fmt: skip
 
 
+def test_the_pods_left_out_are_kept_with_their_reasons_and_shown_on_the_agents_row(
+    demo_partition, operator, viewer
+):
+    reasons = [
+        {"pod": "web/typo-1@u1", "reason": "YuniKorn does not place application typo: invalid "
+         "queue name"},
+        {"pod": "web/big-1@u2", "reason": "x" * 2000},
+    ]  # fmt: skip
+    response = operator.post(URL, beat(not_placed=reasons), format="json")
+    assert response.status_code == 200, response.content
+    kept = response.json()["agent"]["not_placed"]
+    assert kept[0] == reasons[0]
+    assert len(kept[1]["reason"]) == 500 and kept[1]["reason"].endswith("…")
+    assert ClusterAgent.objects.get().not_placed == kept
+
+    page = viewer_page(viewer)
+    assert "not placed: web/typo-1@u1" in page
+    assert "invalid queue name" in page
+
+    again = operator.post(URL, beat(), format="json").json()["agent"]
+    assert again["not_placed"] == []  # each heartbeat says it anew
+
+
+def viewer_page(viewer) -> str:
+    user = create_user("console-viewer", role="viewer", actor=None).user
+    client = Client()
+    client.force_login(user)
+    response = client.get(reverse("dashboard"))
+    assert response.status_code == 200
+    return response.content.decode()
+
+
 INVALID = [
     ({**beat(), "name": ""}, "name"),
     ({k: v for k, v in beat().items() if k != "name"}, "name"),
@@ -198,6 +234,9 @@ INVALID = [
     ({**beat(), "counts": {"pods": 3}}, "counts.pods"),
     ({**beat(), "counts": [1, 2]}, "counts.non_field_errors"),
     ({**beat(), "colour": "blue"}, "colour"),
+    ({**beat(), "not_placed": [{"pod": "a"}]}, "not_placed[0].reason"),
+    ({**beat(), "not_placed": [{"pod": "a", "reason": "r"}] * 21}, "not_placed.non_field_errors"),
+    ({**beat(), "not_placed": "all"}, "not_placed.non_field_errors"),
 ]
 
 

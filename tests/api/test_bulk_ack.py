@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 import time_machine
 from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from scheduler_admin.audit import services as audit_services
@@ -196,3 +198,65 @@ def test_token_writes_have_a_bucket_of_their_own_and_a_bulk_request_counts_once(
     for _ in range(2):
         assert console.post(URL, everything, format="json").status_code == 200
     assert_error(console.post(URL, everything, format="json"), 429)
+
+
+SEVERAL = "Cannot evict pod as it would violate the pod's disruption budget."
+
+
+def test_a_refused_order_ends_with_the_reason_and_the_task_stays(run, orders, operator, viewer):
+    """An order the cluster cannot carry out (a pod under several disruption budgets) ends as
+    ``refused``: the task is not released but running again (not preempted), the reason is kept
+    on the order and in the audit event, and the run page says so."""
+    a2, b2, _ = orders
+    body = {
+        "orders": [
+            {"id": a2.pk, "outcome": "refused", "reason": SEVERAL},
+            {"id": b2.pk},
+        ]
+    }
+    with time_machine.travel(START + timedelta(seconds=10), tick=False):
+        response = operator.post(URL, body, format="json")
+    assert response.status_code == 200, response.content
+    a2.refresh_from_db()
+    assert (a2.status, a2.outcome, a2.cluster_reason) == ("acknowledged", "refused", SEVERAL)
+    assert Allocation.objects.get(external_id="a2").state == AllocationState.RUNNING
+    assert Allocation.objects.get(external_id="b2").state == AllocationState.RELEASED
+    event = AuditEvent.objects.get(kind=AuditKind.EVICTION_ACKNOWLEDGED, object_id=str(a2.pk))
+    assert event.data["outcome"] == "refused" and event.data["reason"] == SEVERAL
+    assert "refused it, the task stays" in event.summary
+
+    victims = {v["allocation_id"]: v["eviction"] for v in
+               viewer.get(f"/api/v1/runs/{run.pk}/").json()["victims"]}  # fmt: skip
+    assert (victims["a2"]["outcome"], victims["a2"]["cluster_reason"]) == ("refused", SEVERAL)
+
+    page = console_client().get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "The cluster refused order" in page and "the task stays" in page
+    assert "no: the cluster refused" in page  # not counted as preempted
+    assert "1 refused by the cluster (the task stays, not preempted)" in page
+
+    # Acknowledging it again changes nothing: the order has ended.
+    again = operator.post(URL, {"orders": [{"id": a2.pk}]}, format="json").json()
+    assert again["results"] == [{"id": a2.pk, "result": "already_acknowledged"}]
+
+
+def console_client() -> Client:
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="user-viewer"))
+    return client
+
+
+@pytest.mark.parametrize(
+    ("item", "field"),
+    [
+        ({"outcome": "refused"}, "orders[0].reason"),
+        ({"outcome": "refused", "reason": "  "}, "orders[0].reason"),
+        ({"outcome": "denied"}, "orders[0].outcome"),
+    ],
+)
+def test_refused_needs_a_reason(orders, operator, item, field):
+    before = state()
+    response = operator.post(URL, {"orders": [{"id": orders[0].pk, **item}]}, format="json")
+    body = assert_error(response, 400)
+    assert any(key.startswith(field.split(".")[0]) for key in body["errors"]), body
+    assert field in body["errors"] or field.replace("[0]", ".0") in str(body["errors"]), body
+    assert state() == before

@@ -119,14 +119,16 @@ def test_an_operator_pushes_state_and_gets_the_counts(demo_partition, operator):
     response = operator.post(STATE, state_body(), format="json")
     assert response.status_code == 200, response.content
     assert response.json() == {
-        "nodes": 2, "allocations": 5, "asks": 2, "budgets": 1, "replace": False,
-        "removed": {"nodes": 0, "allocations": 0, "asks": 0, "budgets": 0},
+        "nodes": 2, "allocations": 5, "asks": 2, "budgets": 1, "dynamic_queues": 0,
+        "replace": False,
+        "removed": {"nodes": 0, "allocations": 0, "asks": 0, "budgets": 0, "dynamic_queues": 0},
         "changed": {
             "nodes": {"created": 2, "updated": 0, "removed": 0},
             "applications": {"created": 5, "updated": 0, "removed": 0},
             "allocations": {"created": 5, "updated": 0, "removed": 0},
             "asks": {"created": 2, "updated": 0, "removed": 0},
             "budgets": {"created": 1, "updated": 0, "removed": 0},
+            "dynamic_queues": {"created": 0, "updated": 0, "removed": 0},
         },
     }  # fmt: skip
     assert Allocation.objects.get(external_id=POD_A).resources == {"memory": 10 * GI}
@@ -167,7 +169,13 @@ def test_removals_delete_the_named_rows(loaded, operator):
     response = operator.post(
         STATE, {"remove": {"allocations": [POD_A, "nope"], "asks": ["ask-2"]}}, format="json"
     )
-    assert response.json()["removed"] == {"nodes": 0, "allocations": 1, "asks": 1, "budgets": 0}
+    assert response.json()["removed"] == {
+        "nodes": 0,
+        "allocations": 1,
+        "asks": 1,
+        "budgets": 0,
+        "dynamic_queues": 0,
+    }
     assert not Allocation.objects.filter(external_id=POD_A).exists()
     assert set(Ask.objects.values_list("external_id", flat=True)) == {"ask-1"}
     # ask-2 was its application's last item: the application is gone; train still has POD_B.
@@ -307,6 +315,7 @@ def test_a_changed_allocation_is_one_more_event_with_what_changed(loaded, operat
         "allocations": {"created": 1, "updated": 1, "removed": 0},
         "asks": {"created": 0, "updated": 1, "removed": 0},
         "budgets": {"created": 0, "updated": 1, "removed": 0},
+        "dynamic_queues": NOTHING,
     }
     assert ingest_events() == 2
     event = AuditEvent.objects.filter(kind=AuditKind.STATE_INGESTED).first()

@@ -40,7 +40,13 @@ def test_a_replace_push_answers_what_it_removed_and_is_idempotent(loaded, operat
     assert response.status_code == 200, response.content
     answer = response.json()
     assert answer["replace"] is True
-    assert answer["removed"] == {"nodes": 0, "allocations": 1, "asks": 0, "budgets": 1}
+    assert answer["removed"] == {
+        "nodes": 0,
+        "allocations": 1,
+        "asks": 0,
+        "budgets": 1,
+        "dynamic_queues": 0,
+    }
     assert answer["changed"]["allocations"]["removed"] == 1
     assert answer["changed"]["budgets"]["removed"] == 1
     assert POD_A not in {row[0] for row in everything()["allocations"]}
@@ -51,7 +57,13 @@ def test_a_replace_push_answers_what_it_removed_and_is_idempotent(loaded, operat
 
     before = everything()
     again = operator.post(f"{STATE}/", {**body, "replace": True}, format="json").json()
-    assert again["removed"] == {"nodes": 0, "allocations": 0, "asks": 0, "budgets": 0}
+    assert again["removed"] == {
+        "nodes": 0,
+        "allocations": 0,
+        "asks": 0,
+        "budgets": 0,
+        "dynamic_queues": 0,
+    }
     assert all(not any(counts.values()) for counts in again["changed"].values())
     assert everything() == before  # no row and no audit event
 

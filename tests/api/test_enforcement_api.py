@@ -218,6 +218,7 @@ def test_a_run_shows_its_victims_and_explanations(run, viewer):
         "soft": False, "acknowledged_at": None, "outcome": "", "cluster_status": "",
         "cluster_reason": "", "cluster_code": None, "cluster_attempts": 0,
         "cluster_reported_at": None,
+        "waiting_too_long": False,
     }  # fmt: skip
     assert first == {
         "position": 0, "allocation_id": "a2", "queue": "root.team.a", "node": "n1",
@@ -339,6 +340,7 @@ def test_pending_orders_are_listed_for_the_cluster(orders, viewer):
         "acknowledged_by": "", "webhook_attempts": 0, "last_error": "", "outcome": "",
         "cluster_status": "", "cluster_reason": "", "cluster_code": None, "cluster_attempts": 0,
         "cluster_reported_at": None,
+        "waiting_too_long": False,
     }  # fmt: skip
     assert viewer.get(f"{API}/evictions/", {"status": "acknowledged"}).json()["count"] == 0
     assert viewer.get(f"{API}/evictions/", {"queue": "root.team.b"}).json()["count"] == 2

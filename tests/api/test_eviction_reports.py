@@ -13,6 +13,9 @@ from typing import Any
 
 import pytest
 import time_machine
+from django.contrib.auth import get_user_model
+from django.test import Client
+from django.urls import reverse
 
 from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.base.api.throttling import WriteRateThrottle
@@ -267,3 +270,42 @@ def test_orders_and_run_victims_show_the_outcome_and_the_cluster_answer(run, ord
     assert (b1.status, b1.outcome, b1.cluster_status, b1.cluster_attempts) == (
         "acknowledged", "evicted", "blocked", 1,
     )  # fmt: skip
+
+
+def test_a_soft_eviction_waiting_too_long_is_flagged_in_the_list_and_on_the_run_page(
+    run, orders, operator, viewer, settings
+):
+    """A soft order the cluster still reports ``waiting`` (the pod labelled, its owner not
+    acting) is flagged once it is ``SOFT_EVICTION_WAIT_WARNING_SECONDS`` old; a hard order or
+    a blocked one never is."""
+    settings.SOFT_EVICTION_WAIT_WARNING_SECONDS = 600
+    a2, b2, _ = orders
+    EvictionOrder.objects.filter(pk__in=[a2.pk, b2.pk]).update(soft=True)
+    a2.refresh_from_db()
+    report = {
+        "orders": [
+            {"id": a2.pk, "status": "waiting", "reason": "labelled"},
+            {"id": b2.pk, "status": "blocked", "reason": BUDGET},
+        ]
+    }
+    with time_machine.travel(a2.created_at + timedelta(seconds=10), tick=False):
+        assert operator.post(URL, report, format="json").status_code == 200
+
+    def flagged(at) -> dict[str, bool]:
+        with time_machine.travel(at, tick=False):
+            listed = viewer.get(f"{API}/evictions/").json()["results"]
+        return {order["allocation_id"]: order["waiting_too_long"] for order in listed}
+
+    assert flagged(a2.created_at + timedelta(seconds=599)) == {
+        "a2": False, "b2": False, "b1": False,
+    }  # fmt: skip
+    assert flagged(a2.created_at + timedelta(seconds=600)) == {
+        "a2": True, "b2": False, "b1": False,
+    }  # fmt: skip
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="user-viewer"))
+    with time_machine.travel(a2.created_at + timedelta(seconds=601), tick=False):
+        page = client.get(reverse("run-detail", args=[run.pk])).content.decode()
+    assert "1 soft eviction still waiting for the pod's owner after 10m or more" in page
+    assert page.count("waiting too long</span>") == 1

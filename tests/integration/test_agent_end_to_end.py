@@ -24,7 +24,15 @@ from django.conf import settings
 from scheduler_admin.accounts.services import create_user, issue_token
 from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent, AuditKind
-from scheduler_admin.cluster.models import Allocation, AllocationState, Ask, DisruptionBudget, Node
+from scheduler_admin.cluster.adapters import queue_usage
+from scheduler_admin.cluster.models import (
+    Allocation,
+    AllocationState,
+    Ask,
+    DisruptionBudget,
+    DynamicQueue,
+    Node,
+)
 from scheduler_admin.enforcement.models import (
     EvictionOrder,
     EvictionStatus,
@@ -707,3 +715,54 @@ def test_orders_can_come_by_signed_webhook_instead_of_polling(stack: Stack) -> N
     assert "receiving eviction orders on port" in agent.log_text()
     for order in EvictionOrder.objects.filter(run=run):
         assert f"order {order.pk} by webhook: evicted" in agent.log_text()
+
+
+# --- Dynamic queues -------------------------------------------------------------------------------
+
+TENANT_QUEUES = QUEUES.replace(
+    "    queues:\n      - name: root\n",
+    "    placementrules: [{name: provided, create: true}]\n    queues:\n      - name: root\n",
+).replace(
+    "          - name: default\n",
+    "          - name: default\n"
+    "          - name: tenants\n"
+    "            parent: true\n"
+    "            childtemplate:\n"
+    "              resources: {guaranteed: {memory: 4Gi}, max: {memory: 32Gi}}\n",
+)
+
+
+def test_pods_in_a_queue_yunikorn_creates_are_pushed_with_the_queue(stack: Stack) -> None:
+    """A ``create: true`` rule places ``root.tenants.etl``, which the config does not have: the
+    agent pushes the queue (with the parent's child template) and its pods; once the pods are
+    gone, a replace push drops the queue."""
+    [config] = parse_queues_yaml(TENANT_QUEUES, settings_for=config_services.settings_for_import)
+    config_services.save_partition_config(config, actor=None, comment="tenants")
+    pods = [
+        fixtures.pod(
+            "tenants", f"etl-{i}", node="n1",
+            containers=[{"requests": {"cpu": "500m", "memory": "4Gi"}}],
+            labels={"queue": "root.tenants.etl", "applicationId": "etl"},
+            created=f"2026-01-01T10:0{i}:00Z",
+        )
+        for i in range(3)
+    ]  # fmt: skip
+    stack.kube.load(small_cluster(pods))
+    stack.agent()
+    stack.wait(lambda: converged(stack.kube), "the dynamic queue's pods never reached the product")
+    partition = Partition.objects.get(name=PARTITION)
+    queue = DynamicQueue.objects.get(partition=partition)
+    assert (queue.path, queue.leaf) == ("root.tenants.etl", True)
+    assert (queue.guaranteed, queue.max) == ({"memory": 4 * GB}, {"memory": 32 * GB})
+    queues = set(
+        Allocation.objects.filter(partition=partition).values_list("queue_path", flat=True)
+    )
+    assert queues == {"root.tenants.etl"}
+    assert queue_usage(partition)["root.tenants"] == {"memory": 12 * GB, "vcore": 1500, "pods": 3}
+
+    for pod in pods:
+        stack.kube.delete("pods", pod["metadata"]["name"], "tenants")
+    stack.wait(
+        lambda: not DynamicQueue.objects.filter(partition=partition).exists(),
+        "the dynamic queue was never dropped",
+    )

@@ -103,7 +103,9 @@ def test_a_replace_push_removes_what_it_does_not_list_and_counts_it(partition):
     result = ingest_cluster_state(partition, {**body, "replace": True}, actor=None)
 
     assert result.replace is True
-    assert result.removed == {"nodes": 1, "allocations": 3, "asks": 1, "budgets": 1}
+    assert result.removed == {
+        "nodes": 1, "allocations": 3, "asks": 1, "budgets": 1, "dynamic_queues": 0
+    }  # fmt: skip
     assert result.changed == {
         "nodes": {"created": 0, "updated": 0, "removed": 1},
         # a2, b2 and b3 had their own application (the id), and so had ask2
@@ -111,6 +113,7 @@ def test_a_replace_push_removes_what_it_does_not_list_and_counts_it(partition):
         "allocations": {"created": 0, "updated": 1, "removed": 3},
         "asks": {"created": 0, "updated": 0, "removed": 1},
         "budgets": {"created": 0, "updated": 0, "removed": 1},
+        "dynamic_queues": {"created": 0, "updated": 0, "removed": 0},
     }
     assert stored() == {
         "nodes": {"n1"},
@@ -127,13 +130,25 @@ def test_a_replace_push_removes_what_it_does_not_list_and_counts_it(partition):
 
     again = ingest_cluster_state(partition, {**body, "replace": True}, actor=None)
     assert not again.anything_changed
-    assert again.removed == {"nodes": 0, "allocations": 0, "asks": 0, "budgets": 0}
+    assert again.removed == {
+        "nodes": 0,
+        "allocations": 0,
+        "asks": 0,
+        "budgets": 0,
+        "dynamic_queues": 0,
+    }
     assert len(ingest_events()) == events + 1  # the identical push wrote nothing
 
 
 def test_an_empty_replace_push_empties_the_partition(partition):
     result = ingest_cluster_state(partition, {"replace": True}, actor=None)
-    assert result.removed == {"nodes": 2, "allocations": 5, "asks": 2, "budgets": 2}
+    assert result.removed == {
+        "nodes": 2,
+        "allocations": 5,
+        "asks": 2,
+        "budgets": 2,
+        "dynamic_queues": 0,
+    }
     assert stored() == {kind: set() for kind in stored()}
     assert check_summary(partition) == {}
     assert not QueueUsage.objects.filter(partition_id=partition.pk).exists()
@@ -146,7 +161,13 @@ def test_without_replace_only_what_the_body_names_changes(partition):
         actor=None,
     )
     assert result.replace is False
-    assert result.removed == {"nodes": 0, "allocations": 0, "asks": 0, "budgets": 1}
+    assert result.removed == {
+        "nodes": 0,
+        "allocations": 0,
+        "asks": 0,
+        "budgets": 1,
+        "dynamic_queues": 0,
+    }
     assert stored()["budgets"] == {"ns/pdb1"}
     assert stored()["allocations"] == {"a1", "a2", "b1", "b2", "b3", "new"}
     assert stored()["nodes"] == {"n1", "n2"}

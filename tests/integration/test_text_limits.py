@@ -30,6 +30,7 @@ from scheduler_admin.cluster.models import (
     Ask,
     AskState,
     DisruptionBudget,
+    DynamicQueue,
     Node,
 )
 from scheduler_admin.cluster.services import IngestErrors, ingest_cluster_state
@@ -96,6 +97,7 @@ LIMITED = {
     (ClusterAgent, "name"): limits.AGENT_NAME_MAX_LENGTH,
     (ClusterAgent, "cluster"): limits.AGENT_CLUSTER_MAX_LENGTH,
     (ClusterAgent, "version"): limits.AGENT_VERSION_MAX_LENGTH,
+    (DynamicQueue, "path"): limits.QUEUE_PATH_MAX_LENGTH,
 }
 # The product's own vocabularies: each column holds the longest of its words.
 VOCABULARIES = {
@@ -126,6 +128,7 @@ DIGESTS = {
 MODELS = [
     Node, Application, Allocation, Ask, DisruptionBudget, AuditEvent,
     QuotaTimer, QueueLock, PreemptionRun, RunVictim, RunCandidate, EvictionOrder, ClusterAgent,
+    DynamicQueue,
 ]  # fmt: skip
 
 

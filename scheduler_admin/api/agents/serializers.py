@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.utils import timezone
 from rest_framework import serializers
 
-from scheduler_admin.agents.models import ClusterAgent
+from scheduler_admin.agents.models import NOT_PLACED_LIMIT, ClusterAgent
 from scheduler_admin.base import limits
 from scheduler_admin.base.api.strict import StrictSerializer
 
@@ -25,6 +25,15 @@ class AgentCountsSerializer(StrictSerializer):
     asks = _count("Asks (pending pods) in the last push.")
     budgets = _count("Disruption budgets in the last push.")
     skipped = _count("Pods the agent could not report (e.g. a queue the partition lacks).")
+
+
+class NotPlacedSerializer(StrictSerializer):
+    """A pod the agent left out of its pushes, and why."""
+
+    pod = serializers.CharField(max_length=limits.CLUSTER_ID_MAX_LENGTH, help_text="The pod's id.")
+    reason = serializers.CharField(
+        help_text="Why, e.g. the application YuniKorn rejects (cut to 500 characters)."
+    )
 
 
 class HeartbeatSerializer(StrictSerializer):
@@ -68,6 +77,12 @@ class HeartbeatSerializer(StrictSerializer):
         "read-only).",
     )  # fmt: skip
     counts = AgentCountsSerializer(required=False)
+    not_placed = NotPlacedSerializer(
+        many=True, required=False, max_length=NOT_PLACED_LIMIT,
+        help_text=f"Up to {NOT_PLACED_LIMIT} of the pods counted in `counts.skipped`, with why "
+        "each is left out (an application no placement rule accepts, a node the cluster does not "
+        "list, resources that cannot be read).",
+    )  # fmt: skip
 
 
 class AgentCountsOutSerializer(serializers.Serializer):
@@ -93,7 +108,7 @@ class AgentSerializer(serializers.ModelSerializer):
         fields = [
             "partition", "name", "cluster", "version", "started_at", "registered_at",
             "last_heartbeat_at", "last_push_at", "lag_seconds", "last_error", "running_revision",
-            "publishing", "counts", "stale",
+            "publishing", "counts", "not_placed", "stale",
         ]  # fmt: skip
         read_only_fields = fields
         extra_kwargs = {

@@ -63,6 +63,7 @@ class AgentViewSet(PartitionScoped, mixins.ListModelMixin, viewsets.GenericViewS
         body.is_valid(raise_exception=True)
         data = dict(body.validated_data)
         data["counts"] = dict(data.get("counts") or {})
+        data["not_placed"] = [dict(item) for item in data.get("not_placed") or []]
         agent = record_heartbeat(
             self.partition, Heartbeat(**data), actor=request.user,
             authorize=access.authorizer(request.user, OPERATE_CLUSTER, None),

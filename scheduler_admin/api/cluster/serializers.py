@@ -36,6 +36,7 @@ from scheduler_admin.cluster.models import (
     Ask,
     AskState,
     DisruptionBudget,
+    DynamicQueue,
     Node,
 )
 from scheduler_admin.cluster.replacement_pages import MAX_PAGES
@@ -133,6 +134,18 @@ class BudgetSerializer(serializers.ModelSerializer):
     class Meta:
         model = DisruptionBudget
         fields = ["name", "allowed_disruptions"]
+        read_only_fields = fields
+
+
+class DynamicQueueSerializer(serializers.ModelSerializer):
+    """A queue YuniKorn created (cluster state): its template and what it gives the queue."""
+
+    guaranteed = ResourcesField(read_only=True)
+    max = ResourcesField(read_only=True)
+
+    class Meta:
+        model = DynamicQueue
+        fields = ["path", "leaf", "template", "guaranteed", "max", "properties", "updated_at"]
         read_only_fields = fields
 
 
@@ -275,6 +288,22 @@ class ClusterStateBudgetSerializer(StrictSerializer):
     )
 
 
+class ClusterStateDynamicQueueSerializer(StrictSerializer):
+    """A queue YuniKorn created for an application (placement with `create: true`)."""
+
+    path = serializers.CharField(
+        max_length=QUEUE_PATH_MAX_LENGTH,
+        help_text="Under a configured parent queue (or a dynamic queue of this push that is no "
+        "leaf); `root.@recovery@` for running pods no rule places.",
+    )
+    leaf = serializers.BooleanField(required=False, default=True)
+    template = serializers.DictField(
+        required=False,
+        help_text="The childtemplate it was created with, as in queues.yaml: "
+        "`resources` (`guaranteed`, `max`), `properties`, `maxapplications`.",
+    )
+
+
 class ClusterStateRemoveSerializer(StrictSerializer):
     """What to delete by id or name (ids that name nothing are ignored)."""
 
@@ -311,6 +340,12 @@ class ClusterStateSerializer(StrictSerializer):
     allocations = ClusterStateAllocationSerializer(many=True, required=False)
     asks = ClusterStateAskSerializer(many=True, required=False)
     budgets = ClusterStateBudgetSerializer(many=True, required=False)
+    dynamic_queues = ClusterStateDynamicQueueSerializer(
+        many=True,
+        required=False,
+        help_text="Queues YuniKorn created: cluster state, not config (no revision); a "
+        "replace push drops those it does not list.",
+    )
     remove = ClusterStateRemoveSerializer(required=False)
     replace = serializers.BooleanField(
         required=False,
@@ -336,6 +371,7 @@ class RemovedCountsSerializer(serializers.Serializer):
     allocations = serializers.IntegerField()
     asks = serializers.IntegerField()
     budgets = serializers.IntegerField()
+    dynamic_queues = serializers.IntegerField()
 
 
 class ChangeCountsSerializer(serializers.Serializer):
@@ -355,6 +391,7 @@ class ChangedSerializer(serializers.Serializer):
     allocations = ChangeCountsSerializer()
     asks = ChangeCountsSerializer()
     budgets = ChangeCountsSerializer()
+    dynamic_queues = ChangeCountsSerializer()
 
 
 class IngestResultSerializer(serializers.Serializer):
@@ -365,6 +402,7 @@ class IngestResultSerializer(serializers.Serializer):
     allocations = serializers.IntegerField(help_text="Allocations in the body.")
     asks = serializers.IntegerField(help_text="Asks in the body.")
     budgets = serializers.IntegerField(help_text="Disruption budgets in the body.")
+    dynamic_queues = serializers.IntegerField(help_text="Dynamic queues in the body.")
     replace = serializers.BooleanField(help_text="Whether the body replaced the whole state.")
     removed = RemovedCountsSerializer()
     changed = ChangedSerializer()

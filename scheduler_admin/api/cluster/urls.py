@@ -48,4 +48,5 @@ urlpatterns = [
     *_read_only("allocation", views.AllocationViewSet, "external_id"),
     *_read_only("ask", views.AskViewSet, "external_id"),
     *_read_only("budget", views.BudgetViewSet, "name"),
+    *_read_only("dynamic-queue", views.DynamicQueueViewSet, "path"),
 ]

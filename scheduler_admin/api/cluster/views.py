@@ -24,7 +24,14 @@ from scheduler_admin.api.views import (
 )
 from scheduler_admin.base.api.parsers import SafeJSONParser
 from scheduler_admin.cluster import filtersets
-from scheduler_admin.cluster.models import Allocation, Application, Ask, DisruptionBudget, Node
+from scheduler_admin.cluster.models import (
+    Allocation,
+    Application,
+    Ask,
+    DisruptionBudget,
+    DynamicQueue,
+    Node,
+)
 from scheduler_admin.cluster.replacement_pages import PageKept, is_page, receive_page
 from scheduler_admin.cluster.services import ingest_cluster_state
 
@@ -83,6 +90,18 @@ class BudgetViewSet(PartitionReadOnlyViewSet):
     lookup_field = "name"
     ordering_fields = ["name", "allowed_disruptions"]
     ordering = ["name"]
+
+
+@document_reads("dynamic queue", serializers.DynamicQueueSerializer)
+class DynamicQueueViewSet(PartitionReadOnlyViewSet):
+    scoped = True  # queues of a subtree: a grant's holder reads those of their subtrees
+    scope_path_field = "path"
+    queryset = DynamicQueue.objects.all()
+    serializer_class = serializers.DynamicQueueSerializer
+    filterset_class = filtersets.DynamicQueueFilterSet
+    lookup_field = "path"
+    ordering_fields = ["path", "updated_at"]
+    ordering = ["path"]
 
 
 class ClusterStateView(PartitionScoped, APIView):

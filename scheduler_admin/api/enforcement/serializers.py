@@ -100,7 +100,7 @@ class ExplanationSerializer(serializers.ModelSerializer):
 #: What the cluster answered about an order: kept on the order, shown wherever it is.
 CLUSTER_ANSWER_FIELDS = [
     "outcome", "cluster_status", "cluster_reason", "cluster_code", "cluster_attempts",
-    "cluster_reported_at",
+    "cluster_reported_at", "waiting_too_long",
 ]  # fmt: skip
 CLUSTER_ANSWER_HELP = {
     "cluster_reason": {"help_text": "What the cluster said, with its last report."},
@@ -118,8 +118,10 @@ class ClusterAnswerFields(serializers.ModelSerializer):
 
     outcome = serializers.ChoiceField(
         choices=EvictionOutcome.choices, allow_blank=True, read_only=True,
-        help_text="Set when acknowledged: `evicted`, or `gone` when the task had already ended; "
-        "empty while pending (and for orders acknowledged before the outcome was kept).",
+        help_text="Set when acknowledged: `evicted`, `gone` when the task had already ended, "
+        "or `refused` when the cluster could not carry the order out (the task stays, "
+        "`cluster_reason` says why); empty while pending (and for orders acknowledged before "
+        "the outcome was kept).",
     )  # fmt: skip
     cluster_status = serializers.ChoiceField(
         choices=ClusterStatus.choices, allow_blank=True, read_only=True,
@@ -128,6 +130,14 @@ class ClusterAnswerFields(serializers.ModelSerializer):
         "retried) or `waiting` (soft eviction: the pod is labelled, its owner deletes it); "
         "empty: none.",
     )  # fmt: skip
+    waiting_too_long = serializers.SerializerMethodField(
+        help_text="A soft eviction still `waiting` SOFT_EVICTION_WAIT_WARNING_SECONDS (default "
+        "900) after the order was made: nothing may act on the label (no controller watches "
+        "it); look at the pod's owner."
+    )
+
+    def get_waiting_too_long(self, order: EvictionOrder) -> bool:
+        return order.waiting_too_long(self.context.get("now") or timezone.now())
 
 
 class VictimEvictionSerializer(ClusterAnswerFields):
@@ -385,9 +395,26 @@ class AckItemSerializer(StrictSerializer):
     outcome = serializers.ChoiceField(
         choices=AckOutcome.choices,
         default=AckOutcome.EVICTED,
-        help_text="`evicted` (default): the task was evicted; `gone`: it had already ended. "
-        "Either way the task is released; the outcome is kept in the audit event.",
+        help_text="`evicted` (default): the task was evicted; `gone`: it had already ended "
+        "(either way the task is released); `refused`: the cluster cannot carry the order out "
+        "(e.g. a pod under several disruption budgets): the order ends with `reason`, the task "
+        "stays and is not preempted. The outcome is kept on the order and in the audit event.",
     )
+    reason = serializers.CharField(
+        required=False, allow_blank=True, default="", trim_whitespace=False,
+        help_text="Why the cluster refused (required with `refused`). Longer than "
+        f"{CLUSTER_MESSAGE_MAX_LENGTH} characters is cut, not refused.",
+    )  # fmt: skip
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        refused = attrs.get("outcome") == AckOutcome.REFUSED
+        if refused and not attrs.get("reason", "").strip():
+            raise serializers.ValidationError({"reason": "Say why the cluster refused."})
+        if not refused and attrs.get("reason"):
+            raise serializers.ValidationError(
+                {"reason": "Only a refused order has a reason (its outcome is `refused`)."}
+            )
+        return attrs
 
 
 class BulkAckSerializer(StrictSerializer):

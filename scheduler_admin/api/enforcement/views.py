@@ -309,7 +309,8 @@ class EvictionViewSet(PartitionReadOnlyViewSet):
         summary="Acknowledge many eviction orders at once",
         description="For the cluster's agent: `orders` lists up to "
         f"{BULK_ACK_MAX_ORDERS:,} distinct order ids, each with an optional `outcome` "
-        "(`evicted`, the default, or `gone` when the task had already ended). In one "
+        "(`evicted`, the default, `gone` when the task had already ended, or `refused` with "
+        "a `reason` when the cluster cannot carry it out: the order ends, the task stays). In one "
         "transaction, each pending order is acknowledged and its task released, with one "
         "audit event per order, as `evictions/{id}/ack` does. The answer gives each id's "
         "`result`, in the request's order: `acknowledged`, `already_acknowledged` (left "
@@ -325,10 +326,12 @@ class EvictionViewSet(PartitionReadOnlyViewSet):
     def acknowledge(self, request: Request, partition: str) -> Response:
         body = serializers.BulkAckSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        items = [(item["id"], item["outcome"]) for item in body.validated_data["orders"]]
+        orders = body.validated_data["orders"]
+        items = [(item["id"], item["outcome"]) for item in orders]
         done = acknowledge_evictions(
             self.partition, items, actor=request.user, via="api",
             authorize=access.authorizer(request.user, OPERATE_CLUSTER, None),
+            reasons={item["id"]: item["reason"] for item in orders if item["reason"]},
         )  # fmt: skip
         counts = Counter(result for _, result in done)
         return Response(

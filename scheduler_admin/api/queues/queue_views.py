@@ -50,6 +50,7 @@ from scheduler_admin.base.api.dry_run import DRY_RUN_PARAMETERS, DRY_RUN_RULE, i
 from scheduler_admin.base.api.pagination import StandardPagination
 from scheduler_admin.base.api.parsers import FLAT_BODY_PARSERS
 from scheduler_admin.cluster.adapters import usage_of_queues
+from scheduler_admin.cluster.dynamic import cluster_tree
 from scheduler_admin.cluster.models import Ask, AskState
 from scheduler_admin.enforcement.candidates import EXPLANATIONS_PARAMETER, every_explanation
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
@@ -119,7 +120,10 @@ def _queue_rows(partition: Partition, paths: list[str] | None = None) -> list[di
     Only what those rows show is read: usage and pending asks of their subtrees, their timers
     and versions. The config comes parsed from the newest revision (``queues.saved``).
     """
-    config, hierarchy = current_tree(partition)
+    config, _ = current_tree(partition)
+    # Usage and pending asks count the cluster's dynamic queues in their ancestors (SPEC 3.4);
+    # the rows are the configured queues (the dynamic ones are at ``dynamic-queues/``).
+    _, hierarchy, _ = cluster_tree(partition)
     if paths is None:
         paths = [queue.path for queue in config.queues]
     usage = usage_of_queues(partition, hierarchy, paths)

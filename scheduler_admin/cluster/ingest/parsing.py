@@ -33,12 +33,14 @@ from scheduler_admin.base.limits import (
     POSITIVE_INT_MAX,
     QUEUE_PATH_MAX_LENGTH,
 )
+from scheduler_admin.cluster.dynamic import stored_dynamic_queues
 from scheduler_admin.cluster.ingest.checker import Checker, quote
+from scheduler_admin.cluster.ingest.dynamic_queues import read_dynamic_queues
 from scheduler_admin.cluster.models import AllocationState, AskState
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.saved import current_config
 
-TOP_KEYS = {"nodes", "allocations", "asks", "budgets", "remove", "replace"}
+TOP_KEYS = {"nodes", "allocations", "asks", "budgets", "dynamic_queues", "remove", "replace"}
 REMOVE_KEYS = {"nodes", "allocations", "asks", "budgets"}
 
 
@@ -62,13 +64,17 @@ class ClusterStateBody:
     removed_budgets: list[str] = field(default_factory=list)
     #: The body is the partition's whole state: what it does not list is removed.
     replace: bool = False
+    #: Queues YuniKorn created (SPEC 3.4): ``path`` (configured ancestors in the config's
+    #: spelling), ``leaf``, ``template`` and its ``guaranteed``, ``max``, ``properties``.
+    dynamic_queues: list[dict[str, Any]] = field(default_factory=list)
 
     def is_empty(self) -> bool:
         """Nothing to upsert or remove, and not a replace push (an empty replace push is a
         cluster with nothing in it, and empties the partition's state)."""
         return not self.replace and not any(
-            (self.nodes, self.allocations, self.asks, self.budgets, self.removed_nodes,
-             self.removed_allocations, self.removed_asks, self.removed_budgets)
+            (self.nodes, self.allocations, self.asks, self.budgets, self.dynamic_queues,
+             self.removed_nodes, self.removed_allocations, self.removed_asks,
+             self.removed_budgets)
         )  # fmt: skip
 
 
@@ -92,7 +98,8 @@ def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
     """
     # The leaves are the queues that are no queue's parent: one pass over the config (parsed
     # once per process and revision, ``queues.saved``), not a comparison of every pair.
-    queues = current_config(partition).queues
+    config = current_config(partition)
+    queues = config.queues
     parents = {queue.parent for queue in queues}
     checker = Checker(
         leaves={queue.path for queue in queues if queue.path not in parents},
@@ -100,6 +107,12 @@ def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
     )
     data = checker.mapping(body, "", TOP_KEYS)
     replace = checker.boolean(data.get("replace"), "replace", False)
+    dynamic_queues = read_dynamic_queues(
+        checker,
+        data.get("dynamic_queues"),
+        config,
+        stored=[] if replace else stored_dynamic_queues(partition),
+    )
     nodes = [
         _node(checker, raw, f"nodes[{i}]")
         for i, raw in enumerate(checker.items(data.get("nodes"), "nodes"))
@@ -151,6 +164,7 @@ def parse_cluster_state(partition: Partition, body: object) -> ClusterStateBody:
         removed_asks=removed_asks,
         removed_budgets=removed_budgets,
         replace=replace,
+        dynamic_queues=dynamic_queues,
     )
 
 

@@ -25,12 +25,13 @@ from scheduler_admin.cluster.models import (
     Application,
     Ask,
     DisruptionBudget,
+    DynamicQueue,
     Node,
 )
 from scheduler_admin.queues.models import Partition
 
 #: What a push can change, in the order the response and the audit event list them.
-KINDS = ("nodes", "applications", "allocations", "asks", "budgets")
+KINDS = ("nodes", "applications", "allocations", "asks", "budgets", "dynamic_queues")
 
 
 def _no_changes() -> dict[str, dict[str, int]]:
@@ -49,6 +50,7 @@ class IngestResult:
     allocations: int = 0
     asks: int = 0
     budgets: int = 0
+    dynamic_queues: int = 0
     replace: bool = False
     removed: dict[str, int] = field(default_factory=dict)
     changed: dict[str, dict[str, int]] = field(default_factory=_no_changes)
@@ -63,6 +65,7 @@ class IngestResult:
             "allocations": self.allocations,
             "asks": self.asks,
             "budgets": self.budgets,
+            "dynamic_queues": self.dynamic_queues,
             "replace": self.replace,
             "removed": self.removed,
             "changed": self.changed,
@@ -90,6 +93,7 @@ _ASK_COLUMNS = (
     "node_affinity", "tolerations",
 )  # fmt: skip
 _NODE_COLUMNS = ("capacity", "schedulable", "labels", "taints")
+_DYNAMIC_COLUMNS = ("leaf", "template", "guaranteed", "max", "properties")
 
 
 def write_state(
@@ -120,6 +124,7 @@ def write_state(
         allocations=len(state.allocations),
         asks=len(state.asks),
         budgets=len(state.budgets),
+        dynamic_queues=len(state.dynamic_queues),
         replace=state.replace,
     )
     changed = result.changed
@@ -236,6 +241,20 @@ def write_state(
         DisruptionBudget, partition, "name", ["allowed_disruptions"],
         [(b["name"], b["allowed_disruptions"]) for b in budgets],
     )  # fmt: skip
+
+    # Dynamic queues (SPEC 3.4): cluster state, no config revision ---------------------------
+    stored = stored_rows(
+        DynamicQueue, partition, "path", list(_DYNAMIC_COLUMNS), state.dynamic_queues, "path"
+    )
+    dynamic = [
+        q for q in state.dynamic_queues
+        if stored.get(q["path"]) != tuple(q[column] for column in _DYNAMIC_COLUMNS)
+    ]  # fmt: skip
+    count("dynamic_queues", "path", dynamic, stored)
+    upsert_rows(
+        DynamicQueue, partition, "path", [*_DYNAMIC_COLUMNS, "updated_at"],
+        [(q["path"], *(q[column] for column in _DYNAMIC_COLUMNS), now) for q in dynamic],
+    )  # fmt: skip
     return result
 
 
@@ -250,6 +269,7 @@ def list_removals(partition: Partition, state: ClusterStateBody) -> dict[str, se
         "allocations": set(state.removed_allocations),
         "asks": set(state.removed_asks),
         "budgets": set(state.removed_budgets),
+        "dynamic_queues": set(),
     }
     if state.replace:
         listed = {
@@ -257,12 +277,14 @@ def list_removals(partition: Partition, state: ClusterStateBody) -> dict[str, se
             "allocations": {item["id"] for item in state.allocations},
             "asks": {item["id"] for item in state.asks},
             "budgets": {item["name"] for item in state.budgets},
+            "dynamic_queues": {item["path"] for item in state.dynamic_queues},
         }
         for kind, model, key in (
             ("nodes", Node, "name"),
             ("allocations", Allocation, "external_id"),
             ("asks", Ask, "external_id"),
             ("budgets", DisruptionBudget, "name"),
+            ("dynamic_queues", DynamicQueue, "path"),
         ):
             removals[kind] |= _unlisted(model, partition, key, listed[kind])
     return removals
@@ -291,6 +313,7 @@ def remove_state(
         "allocations": _delete(Allocation, partition, "external_id", removals["allocations"]),
         "asks": _delete(Ask, partition, "external_id", removals["asks"]),
         "budgets": _delete(DisruptionBudget, partition, "name", removals["budgets"]),
+        "dynamic_queues": _delete(DynamicQueue, partition, "path", removals["dynamic_queues"]),
     }
     for kind, count in result.removed.items():
         result.changed[kind]["removed"] = count

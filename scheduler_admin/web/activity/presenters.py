@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.core.paginator import Page, Paginator
@@ -26,6 +27,7 @@ from scheduler_admin.enforcement.exports import STORED_AS
 from scheduler_admin.enforcement.models import (
     ClusterStatus,
     EvictionOrder,
+    EvictionOutcome,
     EvictionStatus,
     RunCandidate,
 )
@@ -121,7 +123,8 @@ def query_without(params: QueryDict, *names: str) -> str:
 
 def cluster_answers(orders: QuerySet[EvictionOrder]) -> list[tuple[str, int]]:
     """How many of a run's pending orders the cluster last reported as blocked, failed or
-    waiting, in that order: ``[("Blocked by a disruption budget", 2), ...]``."""
+    waiting, in that order: ``[("Blocked by a disruption budget", 2), ...]``; then how many
+    orders it refused (ended with the task left running)."""
     counts = dict(
         orders.filter(status=EvictionStatus.PENDING)
         .exclude(cluster_status="")
@@ -129,7 +132,20 @@ def cluster_answers(orders: QuerySet[EvictionOrder]) -> list[tuple[str, int]]:
         .values_list("cluster_status")
         .annotate(count=Count("*"))
     )
-    return [(status.label, counts[status]) for status in ClusterStatus if counts.get(status)]
+    answers = [(status.label, counts[status]) for status in ClusterStatus if counts.get(status)]
+    refused = orders.filter(outcome=EvictionOutcome.REFUSED).count()
+    if refused:  # ended, the task left running: the run did not preempt it
+        answers.append(("Refused by the cluster (the task stays, not preempted)", refused))
+    return answers
+
+
+def soft_waiting_too_long(orders: QuerySet[EvictionOrder], now: datetime) -> set[int]:
+    """Ids of the soft eviction orders still waiting for the pod's owner past
+    ``SOFT_EVICTION_WAIT_WARNING_SECONDS`` (``EvictionOrder.waiting_too_long``)."""
+    waiting = orders.filter(
+        soft=True, status=EvictionStatus.PENDING, cluster_status=ClusterStatus.WAITING
+    )
+    return {order.pk for order in waiting if order.waiting_too_long(now)}
 
 
 def is_alert(outcome: str) -> bool:

@@ -14,6 +14,7 @@ never answers with a 500.
 from __future__ import annotations
 
 from django import forms
+from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
@@ -32,6 +33,7 @@ from scheduler_admin.enforcement.filtersets import RunFilterSet
 from scheduler_admin.enforcement.models import (
     ACTIVE_RUN_STATUSES,
     EvictionOrder,
+    EvictionOutcome,
     EvictionStatus,
     PreemptionRun,
     RunCandidate,
@@ -39,6 +41,7 @@ from scheduler_admin.enforcement.models import (
 )
 from scheduler_admin.enforcement.runs.pacing import paced_progress
 from scheduler_admin.enforcement.visibility import visible_audit, visible_runs
+from scheduler_admin.web import eligibility_text
 from scheduler_admin.web.activity import presenters
 from scheduler_admin.web.common import partition_choices, require
 from scheduler_admin.web.explanations import glossary_url, outcome_anchor, outcome_text
@@ -151,6 +154,12 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
     explanation_page = presenters.page_of(request, shown, "epage")
 
     orders = EvictionOrder.objects.filter(run=run)
+    now = timezone.now()
+    waiting_long = presenters.soft_waiting_too_long(orders, now)
+    # Labels and taints of the nodes named (SPEC 3.3), as the nodes are now.
+    node_facts = eligibility_text.node_facts(
+        run.partition, {victim.node_name for victim in victim_page} | ({run.node} - {""})
+    )
     exports = [
         (label, reverse(f"api-run-export-{extension}", kwargs={"pk": run.pk}))
         for label, extension in (("CSV", "csv"), ("JSON", "json"))
@@ -165,7 +174,10 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "outcome_link": glossary_url(outcome_anchor(run.outcome)),
             "alert": _alert(run),
             "victim_count": victims.count(),
-            "preempted_count": victims.filter(preempted_at__isnull=False).count(),
+            # A victim whose order the cluster refused stays running: not preempted.
+            "preempted_count": victims.filter(preempted_at__isnull=False)
+            .exclude(eviction__outcome=EvictionOutcome.REFUSED)
+            .count(),
             "victim_pager": presenters.pager(request, victim_page, "vpage"),
             "victim_rows": [(victim, why.get(victim.allocation_id)) for victim in victim_page],
             "leaves": presenters.leaf_rows(
@@ -180,8 +192,11 @@ def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "orders_total": orders.count(),
             "orders_pending": orders.filter(status=EvictionStatus.PENDING).count(),
             "orders_answers": presenters.cluster_answers(orders),
+            "waiting_long": waiting_long,
+            "node_facts": node_facts,
+            "waiting_long_after": settings.SOFT_EVICTION_WAIT_WARNING_SECONDS,
             "active": run.status in ACTIVE_RUN_STATUSES,
-            "progress": paced_progress(run, timezone.now()),
+            "progress": paced_progress(run, now),
             "may_abort": bool(can(request.user, ABORT_RUN, run.partition, run.queue_path)),
             "abort_form": AbortForm(),
         },

@@ -28,6 +28,7 @@ from preemption import resources
 from preemption.config import ROOT
 from preemption.durations import format_duration
 from scheduler_admin.accounts import permissions
+from scheduler_admin.cluster.dynamic import cluster_tree
 from scheduler_admin.cluster.usage import leaf_usage, resource_names
 from scheduler_admin.enforcement.models import (
     ACTIVE_RUN_STATUSES,
@@ -38,7 +39,6 @@ from scheduler_admin.enforcement.models import (
 )
 from scheduler_admin.enforcement.visibility import visible_runs
 from scheduler_admin.queues.models import Partition
-from scheduler_admin.queues.saved import current_tree
 from scheduler_admin.web import common
 from scheduler_admin.web.bars import Bar, queue_bars
 
@@ -183,6 +183,7 @@ class Row:
     timer: Timer | None
     run: RunLink | None
     is_top: bool = False  # a first row of the tree (root, or a queue grant's subtree)
+    dynamic: bool = False  # created by YuniKorn for an application (cluster state, SPEC 3.4)
 
     @property
     def is_leaf(self) -> bool:
@@ -259,7 +260,8 @@ class QueueTree:
     ) -> None:
         self.partition = partition
         self.now = now
-        self.hierarchy = current_tree(partition)[1]
+        # The config with the cluster's dynamic queues (SPEC 3.4): shown, marked, not editable.
+        _, self.hierarchy, self.dynamic = cluster_tree(partition)
         scope = permissions.read_scope(user) if user is not None else None
         if scope is None:
             self.tops = [ROOT]
@@ -313,6 +315,7 @@ class QueueTree:
             timer=self.timers.get(path),
             run=self.runs.get(path),
             is_top=path in self.tops,
+            dynamic=path in self.dynamic,
         )
 
     def children_rows(self, path: str) -> list[Row | MoreRow]:

@@ -52,7 +52,6 @@ from django.utils.http import parse_etags, quote_etag
 from django.views.decorators.http import require_GET
 
 from preemption.config import text_problem
-from preemption.hierarchy import Hierarchy
 from scheduler_admin.accounts.context_processors import roles
 from scheduler_admin.accounts.permissions import (
     CANCEL_TIMER,
@@ -64,9 +63,9 @@ from scheduler_admin.accounts.permissions import (
 )
 from scheduler_admin.base.api.errors import error_body
 from scheduler_admin.base.error_pages import reason_of
+from scheduler_admin.cluster.dynamic import cluster_tree
 from scheduler_admin.history.services import last_sample
 from scheduler_admin.queues.models import Partition
-from scheduler_admin.queues.saved import current_config
 from scheduler_admin.web.common import View, partition_or_404
 from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
 from scheduler_admin.web.dashboard.sparklines import top_level_sparklines
@@ -190,11 +189,12 @@ def queue(request: HttpRequest) -> HttpResponse:
     if not text_problem(name) and not text_problem(path):
         require(request.user, READ, name, path)
     partition = partition_or_404(name)
-    config = current_config(partition)
+    # With the cluster's dynamic queues (SPEC 3.4): a dynamic queue's page updates too, and a
+    # parent's usage counts them.
+    config, hierarchy, _ = cluster_tree(partition)
     queue_config = None if text_problem(path) else config.queue(path)
     if queue_config is None:
         raise Http404(f"Partition {partition.name} has no queue {path}.")
-    hierarchy = Hierarchy(config)
     usage = usage_status(partition, hierarchy, queue_config)
     now = timezone.now()
     timer = timer_status(partition, path, now, user=request.user)

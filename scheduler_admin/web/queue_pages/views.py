@@ -29,12 +29,14 @@ from preemption.config import PartitionConfig, QueueConfig
 from preemption.hierarchy import ConfigError, ConfigErrors, Hierarchy, validate_config
 from scheduler_admin.accounts import permissions
 from scheduler_admin.accounts.permissions import CANCEL_TIMER, EDIT_QUEUE, READ, can
+from scheduler_admin.cluster.dynamic import cluster_tree, config_with_dynamic
 from scheduler_admin.cluster.resource_types import resource_type_warnings
 from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.enforcement.task_history import preemption_counts
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.queues.saved import current_config
+from scheduler_admin.web import eligibility_text
 from scheduler_admin.web.common import partition_or_404, queue_url, require, revision_link
 from scheduler_admin.web.plans import plan_view
 from scheduler_admin.web.queue_pages import effective, tables
@@ -72,6 +74,16 @@ def queue_detail(request: HttpRequest, partition: str, queue: str) -> HttpRespon
     config = current_config(part)
     queue_config = config.queue(queue)
     row = Queue.objects.filter(partition=part, path=queue).first()
+    if queue_config is None:
+        # A queue YuniKorn created (SPEC 3.4) is shown, never edited: there is no config.
+        merged, _, dynamic = cluster_tree(part)
+        if queue in dynamic:
+            if request.method == "POST":
+                messages.error(request, "A dynamic queue has no config to change.")
+                return redirect(queue_url(part.name, queue))
+            context = _page(request, part, merged, merged.queue(queue))  # type: ignore[arg-type]
+            context.update({"edit": None, "preview": None, "version": None, "dynamic": True})
+            return render(request, "web/queue_pages/detail.html", context)
     if queue_config is None or row is None:
         raise Http404(f"Partition {part.name} has no queue {queue}.")
 
@@ -187,15 +199,24 @@ def _stale_message(current: int) -> str:
     )
 
 
+def _node_facts(partition: Partition, task_tables: dict[str, Any]) -> dict[str, str]:
+    """Labels and taints of the nodes the page's tasks run on and its asks are reserved for."""
+    names = {task.node_name for task, _ in task_tables["tasks"]["rows"]}
+    names |= {ask.node for ask, _ in task_tables["asks"]["rows"] if ask.node}
+    return eligibility_text.node_facts(partition, names)
+
+
 def _page(
     request: HttpRequest, partition: Partition, config: PartitionConfig, queue: QueueConfig
 ) -> dict[str, Any]:
     """Everything the page shows besides the form."""
     path = queue.path
     now = timezone.now()
-    hierarchy = Hierarchy(config)
+    # With the cluster's dynamic queues: children shown, their usage counted (SPEC 3.4).
+    hierarchy = Hierarchy(config_with_dynamic(partition, config))
     usage = usage_status(partition, hierarchy, queue)
     names = [bar.resource for bar in usage["bars"]]
+    task_tables = tables.task_tables(partition, path, request.GET, names)
     return {
         "partition": partition,
         "queue": queue,
@@ -212,7 +233,9 @@ def _page(
         **usage,
         **timer_status(partition, path, now, user=request.user),
         "now": now,
-        **tables.task_tables(partition, path, request.GET, names),
+        **task_tables,
+        # Where the tasks run and the asks may (SPEC 3.3): the nodes' labels and taints.
+        "node_facts": _node_facts(partition, task_tables),
         # Usage over time (issue 16, usage history)
         **usage_history(partition, path, request.GET, now, request.user),
         "history": queue_history(partition, path),

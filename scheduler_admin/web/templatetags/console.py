@@ -17,7 +17,7 @@ from django.utils.safestring import SafeString, mark_safe
 
 from preemption import resources
 from preemption.durations import format_duration
-from scheduler_admin.web import common
+from scheduler_admin.web import common, eligibility_text
 
 register = template.Library()
 
@@ -105,6 +105,20 @@ def seconds(value: float | None) -> str:
     if value < 10:
         return f"{value:.1f}s"
     return format_duration(round(value))
+
+
+@register.filter
+def lookup(mapping: Any, key: object) -> Any:
+    """``{{ mapping|lookup:key }}``: the value of ``key``, or "" (also when ``mapping`` is not
+    in the context, as in a live update that does not send it)."""
+    return mapping.get(key, "") if isinstance(mapping, dict) else ""
+
+
+@register.filter
+def may_run_on(ask: Any) -> str:
+    """Where an ask may run (its node selector, required affinity and tolerations), in words;
+    "" when anywhere (``web.eligibility_text``)."""
+    return eligibility_text.ask_text(ask.node_selector, ask.node_affinity, ask.tolerations)
 
 
 @register.filter
