@@ -144,12 +144,12 @@ def apply_edits(current: PartitionConfig, edits: dict[str, Any]) -> PartitionCon
             continue
         queue = config.queue(path)
         if queue is None:
-            problems.append(ConfigError(path, "", f"{path} no longer exists", at="queue"))
+            problems.append(ConfigError(path, "", f"{path} no longer exists"))
             continue
         config = config.with_queue(replace(queue, **{k: dict(v) for k, v in edit["set"].items()}))
     for path in edits.get("added") or []:
         if config.queue(path) is not None:
-            problems.append(ConfigError(path, "", f"{path} exists already", at="queue"))
+            problems.append(ConfigError(path, "", f"{path} exists already"))
             continue
         config = config.with_queue(QueueConfig.from_json(queues[path]["add"]))
     if problems:

@@ -23,6 +23,7 @@ from preemption.hierarchy import ConfigErrors, normalized_config, validate_confi
 from preemption.yunikorn import yunikorn_min_version
 from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.permissions import ADMINISTER, READ
+from scheduler_admin.api.queues.change_requests import HELD_202, held_response
 from scheduler_admin.api.queues.params import (
     FLAG_SCHEMA,
     IF_MATCH,
@@ -75,7 +76,7 @@ class ConfigView(APIView):
         + DRY_RUN_RULE,
         request=ConfigPutBodySerializer,
         parameters=[*DRY_RUN_PARAMETERS, EXPLANATIONS_PARAMETER, IF_MATCH],
-        responses={200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun")},
+        responses={200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun"), 202: HELD_202},
     )
     def put(self, request: Request, partition: str) -> Response:
         obj = services.get_partition(partition)
@@ -100,10 +101,12 @@ def _replace_config(
         return dry_run_body(partition, config, every=every_explanation(request))
     if version is None:
         raise ValidationError({"version": ["send the version you read (or If-Match)"]})
-    services.save_partition_config(
+    result = services.save_partition_config(
         config, actor=request.user, comment=comment, expected_revision=version,
-        authorize=access.authorizer(request.user, ADMINISTER, None),
+        authorize=access.authorizer(request.user, ADMINISTER, None), request_approval=True,
     )  # fmt: skip
+    if result.change_request is not None:
+        return held_response(result.change_request)
     partition.refresh_from_db()
     response = Response(config_to_json(partition.current_config(), partition.version))
     return with_etag(response, "config", partition.name, partition.version)
@@ -188,6 +191,7 @@ class ConfigYamlView(APIView):
         responses={
             200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun"),
             201: OpenApiResponse(ConfigSerializer, description="The partition was created."),
+            202: HELD_202,
         },
     )
     def put(self, request: Request, partition: str) -> Response:

@@ -32,6 +32,7 @@ from scheduler_admin.api.permissions import (
     PREVIEW,
     READ,
 )
+from scheduler_admin.api.queues.change_requests import HELD_202, held_response
 from scheduler_admin.api.queues.params import IF_MATCH
 from scheduler_admin.api.queues.preview_views import dry_run_body
 from scheduler_admin.api.queues.responses import QueueRowSerializer, saved_or_dry_run
@@ -287,7 +288,10 @@ class QueueDetail(APIView):
         + DRY_RUN_RULE,
         request=QueuePatchBodySerializer,
         parameters=[*DRY_RUN_PARAMETERS, EXPLANATIONS_PARAMETER, IF_MATCH],
-        responses={200: saved_or_dry_run(QueueRowSerializer, "QueueOrDryRun")},
+        responses={
+            200: saved_or_dry_run(QueueRowSerializer, "QueueOrDryRun"),
+            202: HELD_202,
+        },
     )
     def patch(self, request: Request, partition: str, path: str) -> Response:
         obj = services.get_partition(partition)
@@ -311,10 +315,12 @@ class QueueDetail(APIView):
                 obj, config.with_queue(replace(queue, **data)), base=config,
                 every=every_explanation(request),
             )  # fmt: skip
-        services.update_queue(
+        result = services.update_queue(
             obj.name, path, version=version, actor=request.user, comment=comment, **data,
-            authorize=access.authorizer(request.user, EDIT_QUEUE, path),
+            authorize=access.authorizer(request.user, EDIT_QUEUE, path), request_approval=True,
         )  # fmt: skip
+        if result.change_request is not None:
+            return held_response(result.change_request)
         row = self._row(obj, path)
         return with_etag(Response(row), "queue", path, row["version"])
 
