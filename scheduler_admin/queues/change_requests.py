@@ -127,7 +127,7 @@ def approve_request(
     comment = _checked_comment(comment, required=False)
     with transaction.atomic():
         partition, request = _locked_pending(partition_name, request_id, authorize)
-        if _is_author(request, actor):
+        if is_author(request, actor):
             raise errors.Forbidden(
                 "You made this request: another admin must approve it (you may withdraw it)."
             )
@@ -174,7 +174,7 @@ def reject_request(
     comment = _checked_comment(comment, required=True)
     with transaction.atomic():
         partition, request = _locked_pending(partition_name, request_id, authorize)
-        if _is_author(request, actor):
+        if is_author(request, actor):
             raise errors.Forbidden("You made this request: withdraw it instead of rejecting it.")
         now = timezone.now()
         _decide(request, RequestStatus.REJECTED, actor=actor, at=now, comment=comment)
@@ -201,7 +201,7 @@ def withdraw_request(
     comment = _checked_comment(comment, required=False)
     with transaction.atomic():
         partition, request = _locked_pending(partition_name, request_id, authorize)
-        if not _is_author(request, actor):
+        if not is_author(request, actor):
             raise errors.Forbidden(
                 f"Only the author of this request, {request.author_name}, may withdraw it."
             )
@@ -239,7 +239,7 @@ def _locked_pending(
     return partition, request
 
 
-def _is_author(request: ChangeRequest, actor: AbstractBaseUser | None) -> bool:
+def is_author(request: ChangeRequest, actor: AbstractBaseUser | None) -> bool:
     if actor is None or not actor.is_authenticated:
         return False
     if request.author_id is not None:

@@ -17,5 +17,6 @@ urlpatterns = [
     path("", include("scheduler_admin.web.live.urls")),
     path("", include("scheduler_admin.web.glossary.urls")),
     path("", include("scheduler_admin.web.partition_settings.urls")),
+    path("", include("scheduler_admin.web.change_requests.urls")),
     path("", include("scheduler_admin.web.help.urls")),
 ]

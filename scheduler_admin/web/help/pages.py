@@ -18,6 +18,8 @@ HELP_PAGES: dict[str, str] = {
     "queue-detail": "reference/console/queue",
     "timer-cancel": "reference/console/queue",
     "partition-settings": "reference/console/partition-settings",
+    "change-requests": "how-to/require-approval",
+    "change-request": "how-to/require-approval",
     "fences": "reference/console/fences",
     "history": "reference/console/history",
     "history-diff": "reference/console/history",
