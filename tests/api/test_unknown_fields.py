@@ -18,12 +18,13 @@ from typing import Any
 
 import pytest
 import yaml
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from scheduler_admin.accounts.grants import give_grant
 from scheduler_admin.accounts.models import QueueGrant
 from scheduler_admin.enforcement.models import PreemptionRun
-from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
+from scheduler_admin.queues.models import ChangeRequest, ConfigRevision, Partition, Queue
 from tests.api.conftest import TOKEN_USER_PASSWORD, Live, assert_error, role_client
 from tests.api.test_malformed_input import snapshot
 from tests.support.team import GB, TEAM_TASKS, team_config
@@ -107,7 +108,26 @@ def writes(live: Live) -> dict[tuple[str, str], Write]:
             {"partition": "default", "queue": "root.team.a", "role": "admin", "user": "token-user"},
         ),
         ("/api/v1/grants/{id}/", "delete"): Write({"id": _grant()}, {}),
+        **{
+            (f"{P}/change-requests/{{request_id}}/{action}/", "post"): Write(
+                {**default, "request_id": _change_request()}, body
+            )
+            for action, body in (("approve", {}), ("reject", {"comment": "no"}), ("withdraw", {}))
+        },
     }
+
+
+def _change_request() -> int:
+    """A pending change request of root.team.b (made directly: the partition's approval
+    setting, and so its version, stays as the other writes expect it)."""
+    found = ChangeRequest.objects.filter(status="pending").first()
+    if found is None:
+        found = ChangeRequest.objects.create(
+            partition=Partition.objects.get(name="default"), author_name="someone",
+            created_at=timezone.now(), comment="lower b", queue_paths=["root.team.b"],
+            edits={"queues": {"root.team.b": {"set": {"max": {"memory": 5 * GB}}}}},
+        )  # fmt: skip
+    return found.pk
 
 
 def _grant() -> int:
