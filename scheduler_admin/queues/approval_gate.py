@@ -106,7 +106,6 @@ def edits_between(before: PartitionConfig, after: PartitionConfig) -> dict[str, 
     }
     old, new = before.queues_by_path(), after.queues_by_path()
     queues: dict[str, dict[str, Any]] = {}
-    added: list[str] = []
     for path in changed_queue_paths(before, after):
         was, now = old.get(path), new.get(path)
         if now is None:

@@ -300,9 +300,11 @@ def create_queue(
     max: Mapping[str, int] | None = None,
     properties: Mapping[str, str] | None = None,
     authorize: Authorize | None = None,
+    request_approval: bool = False,
 ) -> tuple[SaveResult, str]:
     """Add a queue under ``parent``; returns the result and the new queue's path. The parent
-    must exist and the name must be free at the moment of writing (field errors otherwise)."""
+    must exist and the name must be free at the moment of writing (field errors otherwise).
+    ``request_approval`` as for ``save_partition_config``."""
     queue = QueueConfig.child_of(
         parent, name, **queue_changes(guaranteed=guaranteed or {}, max=max or {},
                                       properties=properties or {}),
@@ -316,8 +318,9 @@ def create_queue(
         return current.with_queue(queue)
 
     result = edit_partition_config(
-        partition_name, add, actor=actor, comment=comment, authorize=authorize
-    )
+        partition_name, add, actor=actor, comment=comment, authorize=authorize,
+        request_approval=request_approval,
+    )  # fmt: skip
     return result, queue.path
 
 
@@ -329,9 +332,11 @@ def delete_queue(
     actor: AbstractBaseUser | None,
     comment: str,
     authorize: Authorize | None = None,
+    request_approval: bool = False,
 ) -> SaveResult:
     """Remove a queue and its subtree, refusing if the queue's ``version`` moved. The grants on
-    the removed queues go with their rows (``accounts.models.QueueGrant``)."""
+    the removed queues go with their rows (``accounts.models.QueueGrant``).
+    ``request_approval`` as for ``save_partition_config``."""
     if path == ROOT:
         raise ConfigErrors([ConfigError(None, "", "the root queue cannot be deleted", at="path")])
 
@@ -346,6 +351,7 @@ def delete_queue(
         comment=comment,
         expected_queue_versions={path: version},
         authorize=authorize,
+        request_approval=request_approval,
     )
 
 
@@ -378,6 +384,7 @@ def revert_config(
     expected_revision: int,
     comment: str = "",
     authorize: Authorize | None = None,
+    request_approval: bool = False,
 ) -> SaveResult:
     """Make revision ``to_number`` the current config again, as a new revision.
 
@@ -400,6 +407,7 @@ def revert_config(
         expected_revision=expected_revision,
         reverted_from=to_number,
         authorize=authorize,
+        request_approval=request_approval,
     )
 
 

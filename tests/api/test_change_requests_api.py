@@ -187,3 +187,33 @@ def test_a_tenant_admin_sees_and_decides_only_inside_their_subtree(team, alice):
     assert_error(tenant.get(f"{REQUESTS}{outside}/"), 403)
     assert_error(tenant.post(f"{REQUESTS}{outside}/approve/", {}, format="json"), 403)
     assert tenant.post(f"{REQUESTS}{inside}/approve/", {}, format="json").status_code == 200
+
+
+def test_under_all_a_new_queue_a_deletion_and_a_revert_are_held(team, alice):
+    answer = alice.patch(f"{API}/", {"approval": "all", "comment": "all"}, format="json")
+    assert answer.status_code == 200
+    revisions = ConfigRevision.objects.count()
+    created = alice.post(
+        f"{API}/queues/", {"parent": "root.team", "name": "c", "comment": "new"}, format="json"
+    )
+    assert created.status_code == 202 and created.json()["queues"] == ["root.team.c"]
+    version = Queue.objects.get(path="root.team.b").version
+    deleted = alice.delete(
+        f"{API}/queues/root.team.b/", {"version": version, "comment": "gone"}, format="json"
+    )
+    assert deleted.status_code == 202 and deleted.json()["queues"] == ["root.team.b"]
+    assert ConfigRevision.objects.count() == revisions
+    assert not Queue.objects.filter(path="root.team.c").exists()
+    assert Queue.objects.filter(path="root.team.b").exists()
+
+
+def test_a_revert_that_lowers_a_max_is_held(team, alice):
+    base = ConfigRevision.objects.filter(partition=team).latest("number").number
+    assert lower_team(alice, "500G").status_code == 200  # an increase: saved
+    version = alice.get(f"{API}/").json()["version"]
+    reverted = alice.post(
+        f"{API}/revisions/{base}/revert", {"version": version, "comment": "undo"}, format="json"
+    )
+    assert reverted.status_code == 202, reverted.content
+    assert reverted.json()["kind"] == "revert" and reverted.json()["queues"] == ["root.team"]
+    assert Queue.objects.get(path="root.team").max["memory"] == 500 * 10**9

@@ -31,6 +31,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from scheduler_admin.accounts.grants import give_grant
@@ -41,7 +42,7 @@ from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.cluster.models import Node
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
-from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
+from scheduler_admin.queues.models import ChangeRequest, ConfigRevision, Partition, Queue
 from scheduler_admin.web.common import queue_url
 from scheduler_admin.web.partition_settings.forms import PartitionSettingsForm
 from tests.integration.test_web_queue_page import edit_body
@@ -205,7 +206,32 @@ API_WRITES: dict[tuple[str, str], Write | None] = {
         ADMIN_WHOLE, 204, WHOLE,
         lambda t, p: Call("DELETE", f"/api/v1/grants/{_target_grant()}/", {}),
     ),
+    (f"{P}/change-requests/{{request_id}}/approve/", "post"): Write(
+        ADMIN_QUEUE, 200, QUEUED,
+        lambda t, p: Call("POST", f"{API}/change-requests/{_change_request(p)}/approve/", {}),
+    ),
+    (f"{P}/change-requests/{{request_id}}/reject/", "post"): Write(
+        ADMIN_QUEUE, 200, QUEUED,
+        lambda t, p: Call("POST", f"{API}/change-requests/{_change_request(p)}/reject/",
+                          {"comment": "no"}),
+    ),
+    # Withdrawing is for the request's author alone, whatever their role or grants
+    # (tests/api/test_change_requests_api.py): not a row of role x place.
+    (f"{P}/change-requests/{{request_id}}/withdraw/", "post"): None,
 }  # fmt: skip
+
+
+def _change_request(place: str) -> int:
+    """A pending request by someone else to raise the memory max of the place's web queue
+    (made directly: the partition's approval setting stays as the other rows expect it)."""
+    path = queue_path(place, "web")
+    partition = Partition.objects.get(name="default")
+    return ChangeRequest.objects.create(
+        partition=partition, author_name="someone", created_at=timezone.now(),
+        comment="raise", queue_paths=[path],
+        base_revision=partition.revisions.order_by("-number").values_list("number", flat=True)[0],
+        edits={"queues": {path: {"set": {"max": {"memory": 300 * 10**9}}}}},
+    ).pk  # fmt: skip
 
 
 def _target_token() -> int:
@@ -459,6 +485,14 @@ CONSOLE_FORMS: dict[str, list[Form]] = {
         Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form(
             "POST", f"/users/grants/{_target_grant()}/revoke/", {"confirmed": "yes"})),
     ],
+    "change-request": [
+        Form(READ_QUEUE, 200, QUEUED,
+             lambda t, p: _form("GET", f"/partitions/default/change-requests/"
+                                       f"{_change_request(p)}/")),
+        Form(ADMIN_QUEUE, 302, QUEUED, lambda t, p: _form(
+            "POST", f"/partitions/default/change-requests/{_change_request(p)}/",
+            {"action": "approve", "confirm_evictions": "on"})),
+    ],
     "users-groups": [
         Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form(
             "POST", "/users/groups/", {"user": _target_pk(), "groups": "team-b"})),
@@ -478,6 +512,7 @@ CONSOLE_READS = {
     "run-detail": "test_grant_visibility: 403 outside",
     "audit-list": "test_grant_visibility: narrowed to the holder's queues",
     "glossary": "no data of any queue",
+    "change-requests": "test_web_change_requests: narrowed to requests inside the holder's queues",
     "docs": "the built help site, no data of any queue (test_help_links: sign-in required)",
     "docs-page": "the built help site, no data of any queue (test_help_links: sign-in required)",
     "live-dashboard": "test_grant_visibility: narrowed like the dashboard",

@@ -5,14 +5,18 @@ with a comment, withdraw by the author, nothing for a viewer)."""
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 
+from scheduler_admin.accounts.grants import give_grant
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ChangeRequest, ConfigRevision, Queue
 from tests.support.console import NIGHTLY, import_demo, nightly_tasks, signed_in_client
+from tests.support.factories.users import user_with_role
 
 pytestmark = pytest.mark.django_db
 
 NIGHTLY_PAGE = f"/partitions/default/queues/{NIGHTLY}/"
+LIST = "/partitions/default/change-requests/"
 
 
 @pytest.fixture
@@ -83,3 +87,18 @@ def test_a_viewer_reads_it_without_decision_forms(held):
     page = signed_in_client("viewer", "vic").get(url(held)).content.decode()
     assert "What it changes" in page
     assert "Approve and save" not in page and "Withdraw" not in page
+
+
+def test_a_tenant_lists_only_the_requests_inside_their_queues(held):
+    tenant = user_with_role("tenant")
+    give_grant(
+        partition="default", queue_path="root.research", role="admin", user="tenant", actor=None
+    )
+    viewer = signed_in_client("viewer", "vic")  # a global viewer reads every request
+    assert f"Change request {held.pk}" in viewer.get(LIST).content.decode()
+    client = Client()
+    client.force_login(tenant)
+    page = client.get(LIST)
+    assert page.status_code == 200
+    assert f"Change request {held.pk}" not in page.content.decode()
+    assert client.get(url(held)).status_code == 403

@@ -97,8 +97,10 @@ class PreviewSerializer(serializers.Serializer):
 class ChangeRequestDetailSerializer(ChangeRequestSerializer):
     preview = PreviewSerializer(
         read_only=True,
+        allow_null=True,
         help_text="What approving it now would do: the quota timers it would start and the "
-        "plan each would run on the cluster as it is now (victims and reasons).",
+        "plan each would run on the cluster as it is now (victims and reasons); null once "
+        "decided.",
     )
 
     class Meta(ChangeRequestSerializer.Meta):

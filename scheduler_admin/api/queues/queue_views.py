@@ -240,7 +240,7 @@ class QueueList(APIView):
         description="A new queue `name` under `parent`, validated with the whole partition and "
         "saved as a new revision.",
         request=QueueCreateSerializer,
-        responses={201: QueueRowSerializer},
+        responses={201: QueueRowSerializer, 202: HELD_202},
     )
     def post(self, request: Request, partition: str) -> Response:
         obj = services.get_partition(partition)
@@ -248,12 +248,14 @@ class QueueList(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         access.require(request.user, CREATE_QUEUE, obj, data["parent"])
-        _, path = services.create_queue(
+        result, path = services.create_queue(
             obj.name, parent=data["parent"], name=data["name"], actor=request.user,
             comment=data["comment"], guaranteed=data["guaranteed"], max=data["max"],
-            properties=data["properties"],
+            properties=data["properties"], request_approval=True,
             authorize=access.authorizer(request.user, CREATE_QUEUE, data["parent"]),
         )  # fmt: skip
+        if result.change_request is not None:
+            return held_response(result.change_request)
         [row] = _queue_rows(obj, [path])
         return Response(row, status=201)
 
@@ -328,7 +330,7 @@ class QueueDetail(APIView):
         summary="Delete a queue and its subtree (admin)",
         request=QueueDeleteBodySerializer,
         parameters=[IF_MATCH],
-        responses={204: None},
+        responses={204: None, 202: HELD_202},
     )
     def delete(self, request: Request, partition: str, path: str) -> Response:
         obj = services.get_partition(partition)
@@ -337,14 +339,17 @@ class QueueDetail(APIView):
         version = expected_version(request, body.validated_data.get("version"))
         if version is None:
             raise ValidationError({"version": ["send the version you read (or If-Match)"]})
-        services.delete_queue(
+        result = services.delete_queue(
             obj.name,
             path,
             version=version,
             actor=request.user,
             comment=body.validated_data.get("comment") or f"Delete {path}",
             authorize=access.authorizer(request.user, DELETE_QUEUE, path),
+            request_approval=True,
         )
+        if result.change_request is not None:
+            return held_response(result.change_request)
         return Response(status=204)
 
     def get_parsers(self) -> list[Any]:

@@ -127,6 +127,7 @@ def request_detail(request: HttpRequest, partition: str, pk: int) -> HttpRespons
     approve_form, reject_form, withdraw_form = ApproveForm(), RejectForm(), WithdrawForm()
     if request.method == "POST":
         action = request.POST.get("action", "")
+        _may(request, found, action)
         if action == APPROVE:
             approve_form = ApproveForm(request.POST)
             done = _approve(request, found, approve_form, preview, stale, problems)
@@ -181,7 +182,7 @@ def _approve(
     except ConfigErrors as exc:
         problems.extend(str(error) for error in exc.errors)
         return None
-    except (errors.Forbidden, errors.Conflict) as exc:
+    except errors.Conflict as exc:  # decided meanwhile
         problems.append(str(exc))
         return None
     if result.revision is not None:
@@ -213,10 +214,25 @@ def _decide(
                 authorize=approvals.request_authorizer(request.user, READ, found),
             )  # fmt: skip
             messages.success(request, f"Withdrew change request {found.pk}.")
-    except (errors.Forbidden, errors.Conflict, errors.Invalid) as exc:
+    except (errors.Conflict, errors.Invalid) as exc:
         problems.append(str(exc))
         return None
     return redirect(request_url(found))
+
+
+def _may(request: HttpRequest, found: ChangeRequest, action: str) -> None:
+    """403 with the reason before anything else when the user may not take ``action``: the
+    author never approves or rejects, only the author withdraws (the service checks again)."""
+    is_author = change_requests.is_author(found, request.user)
+    if action in (APPROVE, REJECT):
+        if is_author:
+            raise PermissionDenied("You made this request: another admin must decide it.")
+        decision = approvals.may_decide(request.user, found)
+        if not decision:
+            raise PermissionDenied(decision.reason)
+    elif action == WITHDRAW and not is_author:
+        raise PermissionDenied(f"Only the author of this request, {found.author_name}, "
+                               "may withdraw it.")  # fmt: skip
 
 
 def _page(
