@@ -27,7 +27,7 @@ class EnforcementMode(models.TextChoices):
 class ApprovalMode(models.TextChoices):
     """SPEC 6 "Approvals": which changes become a change request for another admin to approve."""
 
-    NONE = "none", "None (every change is saved at once)"
+    NONE = "none", "No approval (every change is saved at once)"
     DECREASES = "decreases", "Decreases (a lower or new max, a lower guarantee)"
     ALL = "all", "All queue changes"
 

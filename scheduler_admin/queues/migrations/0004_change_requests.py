@@ -33,7 +33,7 @@ class Migration(migrations.Migration):
             name="approval",
             field=models.CharField(
                 choices=[
-                    ("none", "None (every change is saved at once)"),
+                    ("none", "No approval (every change is saved at once)"),
                     ("decreases", "Decreases (a lower or new max, a lower guarantee)"),
                     ("all", "All queue changes"),
                 ],
