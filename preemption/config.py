@@ -34,6 +34,9 @@ MAX_VICTIMS_LIMIT = 10_000
 #: The partition's enforcement modes (SPEC 5 "Enforcement mode"): ``enforce`` evicts,
 #: ``observe`` plans and records runs but evicts nothing.
 ENFORCEMENT_MODES = ("enforce", "observe")
+#: Which changes need another admin's approval (SPEC 6 "Approvals"): ``none``, ``decreases`` (a
+#: change that lowers or adds a max, or lowers a guarantee) or ``all``.
+APPROVAL_MODES = ("none", "decreases", "all")
 #: The highest ``max_evictions_per_minute`` (SPEC 5 "Pacing"; 0 means unlimited). Mirrored by
 #: ``scheduler_admin.base.limits.MAX_EVICTIONS_PER_MINUTE_MAX``.
 MAX_EVICTIONS_PER_MINUTE_LIMIT = 100_000
@@ -139,7 +142,8 @@ class PartitionSettings:
     ``victim_strategy``, ``deviation_percent``, ``max_victims`` (required-node preemption, SPEC
     4.3) and ``soft_eviction`` (job preemption, SPEC 4.5) are the engine's options as the live
     loop plans with them (``Options.of``); ``enforcement`` and ``max_evictions_per_minute``
-    (SPEC 5) say whether and how fast the live loop evicts, and mean nothing to the engine.
+    (SPEC 5) say whether and how fast the live loop evicts, and ``approval`` (SPEC 6) which
+    changes need another admin's approval; they mean nothing to the engine.
     Like ``miss_percent`` they are the product's own:
     they travel in the JSON form of the config, never in ``queues.yaml``. A snapshot saved
     before they existed reads as their defaults.
@@ -158,6 +162,7 @@ class PartitionSettings:
     soft_eviction: bool = False
     enforcement: str = "enforce"
     max_evictions_per_minute: int = 0
+    approval: str = "none"
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -182,6 +187,7 @@ class PartitionSettings:
             "soft_eviction": self.soft_eviction,
             "enforcement": self.enforcement,
             "max_evictions_per_minute": self.max_evictions_per_minute,
+            "approval": self.approval,
             "extra": dict(self.extra),
         }
 
@@ -201,6 +207,7 @@ class PartitionSettings:
             soft_eviction=data.get("soft_eviction", False),
             enforcement=data.get("enforcement", "enforce"),
             max_evictions_per_minute=data.get("max_evictions_per_minute", 0),
+            approval=data.get("approval", "none"),
             extra=dict(data.get("extra", {})),
         )
 

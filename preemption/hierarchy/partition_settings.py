@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from preemption.config import (
+    APPROVAL_MODES,
     ASK_POLICIES,
     ENFORCEMENT_MODES,
     MAX_DEVIATION_PERCENT,
@@ -44,6 +45,8 @@ def settings_errors(settings: PartitionSettings) -> list[ConfigError]:
         errors.append(
             ConfigError(None, "enforcement", f"must be one of {', '.join(ENFORCEMENT_MODES)}")
         )
+    if settings.approval not in APPROVAL_MODES:
+        errors.append(ConfigError(None, "approval", f"must be one of {', '.join(APPROVAL_MODES)}"))
     pace = settings.max_evictions_per_minute
     if not is_int(pace) or not 0 <= pace <= MAX_EVICTIONS_PER_MINUTE_LIMIT:
         errors.append(

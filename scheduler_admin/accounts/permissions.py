@@ -78,6 +78,9 @@ CANCEL_SCHEDULED = "cancel_scheduled"
 #: What the cluster's agent does: push cluster state, acknowledge and report on evictions,
 #: heartbeats. They act on the whole cluster, so no grant allows them.
 OPERATE_CLUSTER = "operate_cluster"
+#: Approve or reject another user's change request on the queue (SPEC 6 "Approvals";
+#: ``accounts.approvals`` asks it for every queue of the request).
+APPROVE_CHANGE = "approve_change"
 #: Whole-partition writes (partition settings, config PUT, import, revert) and the Users page
 #: with its grants: global admins only.
 ADMINISTER = "admin"
@@ -104,6 +107,7 @@ RULES: dict[str, Rule] = {
     DELETE_QUEUE: Rule(ADMIN, ADMIN, "delete", strictly_below=True),
     ABORT_RUN: Rule(ADMIN, ADMIN, "abort the runs of"),
     CANCEL_SCHEDULED: Rule(ADMIN, ADMIN, "cancel the scheduled changes of"),
+    APPROVE_CHANGE: Rule(ADMIN, ADMIN, "approve or reject changes of"),
     OPERATE_CLUSTER: Rule(OPERATOR, None, "act for the cluster"),
     ADMINISTER: Rule(ADMIN, None, "administer"),
 }

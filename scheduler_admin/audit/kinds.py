@@ -25,6 +25,11 @@ class AuditKind(models.TextChoices):
     CONFIG_CHANGED = "config.changed", "Config changed"
     CONFIG_IMPORTED = "config.imported", "Config imported"
     CONFIG_REVERTED = "config.reverted", "Config reverted"
+    # Approvals of changes: ``queues.approval_gate``, ``queues.change_requests``.
+    CHANGE_REQUESTED = "change.requested", "Change requested (awaiting approval)"
+    CHANGE_APPROVED = "change.approved", "Change request approved"
+    CHANGE_REJECTED = "change.rejected", "Change request rejected"
+    CHANGE_WITHDRAWN = "change.withdrawn", "Change request withdrawn"
     STATE_INGESTED = "state.ingested", "Cluster state ingested"
     TIMER_STARTED = "timer.started", "Quota timer started"
     TIMER_RESET = "timer.reset", "Quota timer reset"

@@ -24,6 +24,14 @@ class EnforcementMode(models.TextChoices):
     OBSERVE = "observe", "Observe only (evict nothing)"
 
 
+class ApprovalMode(models.TextChoices):
+    """SPEC 6 "Approvals": which changes become a change request for another admin to approve."""
+
+    NONE = "none", "No approval (every change is saved at once)"
+    DECREASES = "decreases", "Decreases (a lower or new max, a lower guarantee)"
+    ALL = "all", "All queue changes"
+
+
 class AskPolicy(models.TextChoices):
     INTER_QUEUE = "inter_queue", "Inter-queue (seven laws)"
     PRIORITY = "priority", "Kubernetes priority"
@@ -71,6 +79,13 @@ class Partition(models.Model):
         db_default=EnforcementMode.ENFORCE.value,
     )
     max_evictions_per_minute = models.PositiveIntegerField(default=0, db_default=0)
+    #: Which changes need another admin's approval (SPEC 6; ``queues.approval_gate``).
+    approval = models.CharField(
+        max_length=10,
+        choices=ApprovalMode.choices,
+        default=ApprovalMode.NONE,
+        db_default=ApprovalMode.NONE.value,
+    )
     extra = models.JSONField(default=dict, blank=True)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -107,6 +122,7 @@ class Partition(models.Model):
             soft_eviction=self.soft_eviction,
             enforcement=self.enforcement,
             max_evictions_per_minute=self.max_evictions_per_minute,
+            approval=self.approval,
             extra=self.extra,
         )
 
@@ -219,6 +235,12 @@ class ConfigRevision(models.Model):
     author_name = models.CharField(max_length=150)
     comment = models.TextField()
     reverted_from = models.PositiveIntegerField(null=True, blank=True)
+    #: The admin who approved the change request this revision saves (SPEC 6 "Approvals"); the
+    #: author is the request's author. Empty for a change saved without approval.
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    approved_by_name = models.CharField(max_length=150, blank=True, default="", db_default="")
     snapshot = models.JSONField()
 
     class Meta:
@@ -260,7 +282,9 @@ class ConfigRevision(models.Model):
             yield (*head, found)
 
 
-# Scheduled changes live in a module of their own; imported here so Django registers the model.
+# Scheduled changes and change requests (SPEC 6) live in modules of their own; imported here so
+# Django registers their models with the app's others.
+from scheduler_admin.queues.request_models import ChangeRequest, RequestStatus  # noqa: E402, F401
 from scheduler_admin.queues.scheduled_models import (  # noqa: E402, F401
     ScheduledChange,
     ScheduledKind,

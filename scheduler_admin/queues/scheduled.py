@@ -49,7 +49,7 @@ from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
 from scheduler_admin.base import errors
 from scheduler_admin.base.lock_order import lock_partition, retry_on_conflict
-from scheduler_admin.queues import services
+from scheduler_admin.queues import approval_gate, services
 from scheduler_admin.queues.models import (
     Partition,
     ScheduledChange,
@@ -271,6 +271,9 @@ def apply_change(
         if refused:
             return _fail(change, refused, now=now)
         try:
+            held = _held_now(change)
+            if held:
+                return _fail(change, held, now=now)
             result = _save(change)
         except ConfigErrors as exc:
             return _fail(change, "; ".join(str(error) for error in exc.errors), now=now)
@@ -352,7 +355,26 @@ def _checked(
     found = validate_config(config, base=before if is_validated(before) else None)
     if found:
         raise ConfigErrors(found)
+    held = approval_needed(partition.approval, before, config)
+    if held:
+        raise ConfigErrors([ConfigError(None, "", held, at="apply_at")])
     return partition
+
+
+def approval_needed(mode: str, before: PartitionConfig, after: PartitionConfig) -> str:
+    """Why the partition's approval setting holds this change, or "" when it does not.
+
+    A change that needs another admin's approval is not scheduled: scheduling it would save
+    it at its time without that approval. It is refused when submitted (send it without
+    ``apply_at``: it becomes a change request), and a scheduled change that the setting holds
+    by its time (the setting was raised meanwhile) fails then, with this reason."""
+    if not approval_gate.needs_approval(mode, before, after):
+        return ""
+    return (
+        f"the partition's approval setting ({mode}) holds this change for another admin's "
+        "approval, and a change that needs approval cannot be scheduled: send it without "
+        "apply_at to make a change request"
+    )
 
 
 def _keep(
@@ -400,6 +422,19 @@ def revision_comment(change: ScheduledChange) -> str:
         f"{change.created_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC for "
         f"{change.apply_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC: {change.comment}"
     )
+
+
+def _held_now(change: ScheduledChange) -> str:
+    """``approval_needed`` for the change as it would be saved now (the partition is locked)."""
+    partition = Partition.objects.get(pk=change.partition_id)
+    before = current_config(partition)
+    if change.kind == ScheduledKind.IMPORT:
+        after = _as_import(PartitionConfig.from_json(change.change), before)
+    elif change.kind == ScheduledKind.CONFIG:
+        after = PartitionConfig.from_json(change.change)
+    else:
+        after = queue_edit(change.queue_path, change.change)(before)
+    return approval_needed(partition.approval, before, normalized_config(after))
 
 
 def _save(change: ScheduledChange) -> services.SaveResult:

@@ -48,8 +48,16 @@ from scheduler_admin.audit.models import AuditKind
 from scheduler_admin.audit.services import actor_name, record_event
 from scheduler_admin.base import deadlines, errors
 from scheduler_admin.base.lock_order import retry_on_conflict
+from scheduler_admin.queues import approval_gate
+from scheduler_admin.queues.approval_gate import Approval
 from scheduler_admin.queues.hooks import config_saved
-from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, RevisionKind
+from scheduler_admin.queues.models import (
+    ChangeRequest,
+    ConfigRevision,
+    Partition,
+    Queue,
+    RevisionKind,
+)
 from scheduler_admin.queues.saved import current_config
 
 if TYPE_CHECKING:
@@ -66,10 +74,12 @@ class NotFound(errors.NotFound):
 
 @dataclass(frozen=True)
 class SaveResult:
-    """What a save did. ``revision`` is None when the new config equals the saved one."""
+    """What a save did. ``revision`` is None when the new config equals the saved one, or when
+    the change was held for approval: ``change_request`` is then the request (SPEC 6)."""
 
     partition: Partition
     revision: ConfigRevision | None
+    change_request: ChangeRequest | None = None
 
     @property
     def changed(self) -> bool:
@@ -97,6 +107,7 @@ PRODUCT_SETTINGS = (
     "soft_eviction",
     "enforcement",
     "max_evictions_per_minute",
+    "approval",
 )
 
 _KIND_EVENTS = {
@@ -117,11 +128,14 @@ def save_partition_config(
     expected_queue_versions: Mapping[str, int] | None = None,
     reverted_from: int | None = None,
     authorize: Authorize | None = None,
+    request_approval: bool = False,
 ) -> SaveResult:
     """Replace a partition's whole config (creating the partition if it is new).
 
     ``expected_revision`` is the partition version the caller read (None: don't check);
     ``expected_queue_versions`` maps queue paths to the versions the caller read.
+    ``request_approval``: a change the partition's ``approval`` setting holds becomes a change
+    request (``SaveResult.change_request``) instead of a revision (``approval_gate``).
     """
     _require_comment(comment)
     with transaction.atomic():
@@ -136,6 +150,7 @@ def save_partition_config(
             reverted_from=reverted_from,
             create=True,
             authorize=authorize,
+            gated=request_approval,
         )
 
 
@@ -149,12 +164,16 @@ def edit_partition_config(
     expected_revision: int | None = None,
     expected_queue_versions: Mapping[str, int] | None = None,
     authorize: Authorize | None = None,
+    request_approval: bool = False,
+    approval: Approval | None = None,
 ) -> SaveResult:
     """Apply ``edit`` to the partition's config as saved at the moment of writing (under the
     partition lock), so concurrent edits of other queues or settings are kept, not reverted.
 
     ``edit`` may raise ``ConfigErrors`` or ``NotFound`` (e.g. its queue is gone); nothing is
     written then. The partition must exist. ``authorize`` runs first in the transaction.
+    ``request_approval`` as for ``save_partition_config``; ``approval``: the save of an approved
+    change request (``change_requests.approve_request``), never held again.
     """
     _require_comment(comment)
     with transaction.atomic():
@@ -169,6 +188,8 @@ def edit_partition_config(
             reverted_from=None,
             create=False,
             authorize=authorize,
+            gated=request_approval and approval is None,
+            approval=approval,
         )
 
 
@@ -180,6 +201,7 @@ def import_partition_configs(
     comment: str,
     expected_revisions: Mapping[str, int | None] | None = None,
     authorize: Authorize | None = None,
+    request_approval: bool = False,
 ) -> list[SaveResult]:
     """Save several partitions from one ``queues.yaml`` as one all-or-nothing change.
 
@@ -187,6 +209,8 @@ def import_partition_configs(
     import is written. ``expected_revisions`` maps a partition name to the version the caller
     previewed the import against (None: the partition did not exist then); a partition that
     changed since is refused with ``StaleVersion`` and nothing of the import is saved.
+    ``request_approval``: a partition whose change needs approval gets a change request (its
+    result's ``change_request``) while the others are saved.
     """
     _require_comment(comment)
     expected = dict(expected_revisions or {})
@@ -214,6 +238,7 @@ def import_partition_configs(
                     reverted_from=None,
                     create=True,
                     authorize=authorize,
+                    gated=request_approval,
                 )
             )
         return results
@@ -230,9 +255,11 @@ def update_queue(
     max: Mapping[str, int] | None = None,
     properties: Mapping[str, str] | None = None,
     authorize: Authorize | None = None,
+    request_approval: bool = False,
 ) -> SaveResult:
     """Change some of one queue's ``guaranteed``, ``max`` and ``properties`` (each replaced whole
-    when given), refusing the change if the queue's ``version`` moved since the caller read it."""
+    when given), refusing the change if the queue's ``version`` moved since the caller read it.
+    ``request_approval`` as for ``save_partition_config``."""
     changes = queue_changes(guaranteed=guaranteed, max=max, properties=properties)
     return edit_partition_config(
         partition_name,
@@ -241,6 +268,7 @@ def update_queue(
         comment=comment,
         expected_queue_versions={path: version},
         authorize=authorize,
+        request_approval=request_approval,
     )
 
 
@@ -272,9 +300,11 @@ def create_queue(
     max: Mapping[str, int] | None = None,
     properties: Mapping[str, str] | None = None,
     authorize: Authorize | None = None,
+    request_approval: bool = False,
 ) -> tuple[SaveResult, str]:
     """Add a queue under ``parent``; returns the result and the new queue's path. The parent
-    must exist and the name must be free at the moment of writing (field errors otherwise)."""
+    must exist and the name must be free at the moment of writing (field errors otherwise).
+    ``request_approval`` as for ``save_partition_config``."""
     queue = QueueConfig.child_of(
         parent, name, **queue_changes(guaranteed=guaranteed or {}, max=max or {},
                                       properties=properties or {}),
@@ -288,8 +318,9 @@ def create_queue(
         return current.with_queue(queue)
 
     result = edit_partition_config(
-        partition_name, add, actor=actor, comment=comment, authorize=authorize
-    )
+        partition_name, add, actor=actor, comment=comment, authorize=authorize,
+        request_approval=request_approval,
+    )  # fmt: skip
     return result, queue.path
 
 
@@ -301,9 +332,11 @@ def delete_queue(
     actor: AbstractBaseUser | None,
     comment: str,
     authorize: Authorize | None = None,
+    request_approval: bool = False,
 ) -> SaveResult:
     """Remove a queue and its subtree, refusing if the queue's ``version`` moved. The grants on
-    the removed queues go with their rows (``accounts.models.QueueGrant``)."""
+    the removed queues go with their rows (``accounts.models.QueueGrant``).
+    ``request_approval`` as for ``save_partition_config``."""
     if path == ROOT:
         raise ConfigErrors([ConfigError(None, "", "the root queue cannot be deleted", at="path")])
 
@@ -318,6 +351,7 @@ def delete_queue(
         comment=comment,
         expected_queue_versions={path: version},
         authorize=authorize,
+        request_approval=request_approval,
     )
 
 
@@ -350,6 +384,7 @@ def revert_config(
     expected_revision: int,
     comment: str = "",
     authorize: Authorize | None = None,
+    request_approval: bool = False,
 ) -> SaveResult:
     """Make revision ``to_number`` the current config again, as a new revision.
 
@@ -372,6 +407,7 @@ def revert_config(
         expected_revision=expected_revision,
         reverted_from=to_number,
         authorize=authorize,
+        request_approval=request_approval,
     )
 
 
@@ -417,6 +453,8 @@ def _save_config(
     reverted_from: int | None,
     create: bool,
     authorize: Authorize | None = None,
+    gated: bool = False,
+    approval: Approval | None = None,
 ) -> SaveResult:
     if authorize is not None:
         # First, before any lock of this transaction and any write (``lock_order``): the
@@ -472,20 +510,30 @@ def _save_config(
     changes = diff_configs(before, config)
     if not created and not changes and before.sibling_order() == config.sibling_order():
         return SaveResult(partition=partition, revision=None)
+    newest = newest_revision_number(partition) or 0
+    if gated and not created and approval_gate.needs_approval(partition.approval, before, config):
+        # Held for another admin (SPEC 6 "Approvals"): the request instead of the revision.
+        held = approval_gate.hold(
+            partition, before, config, changes, actor=actor, comment=comment, kind=kind,
+            base_revision=newest,
+        )  # fmt: skip
+        return SaveResult(partition=partition, revision=None, change_request=held)
 
     now = timezone.now()
     _apply_settings(partition, config.settings, bump=not created)
     changed_paths = _apply_queues(partition, before, config)
-    number = (
-        partition.revisions.order_by("-number").values_list("number", flat=True).first() or 0
-    ) + 1
+    number = newest + 1
+    acting = actor if actor is not None and actor.is_authenticated else None
     revision = ConfigRevision.objects.create(
         partition=partition,
         number=number,
         kind=kind,
         created_at=now,
-        author=actor if actor is not None and actor.is_authenticated else None,
-        author_name=actor_name(actor),
+        # An approved request's revision names both: its author and the approver (the actor).
+        author=approval.author if approval is not None else acting,
+        author_name=approval.author_name if approval is not None else actor_name(actor),
+        approved_by=acting if approval is not None else None,
+        approved_by_name=actor_name(actor) if approval is not None else "",
         comment=comment,
         reverted_from=reverted_from,
         snapshot=config.to_json(),
@@ -508,9 +556,17 @@ def _save_config(
             "created_partition": created,
             "changed_queues": changed_paths,
             "changes": [change.to_json() for change in changes],
+            **_approval_data(approval),
         },
     )
     return SaveResult(partition=partition, revision=revision)
+
+
+def _approval_data(approval: Approval | None) -> dict[str, Any]:
+    """What the audit event of an approved request's save adds: the request and its author."""
+    if approval is None:
+        return {}
+    return {"change_request": approval.request_id, "requested_by": approval.author_name}
 
 
 def _subtree_of(paths: list[str]) -> str:

@@ -17,6 +17,7 @@ urlpatterns = [
     path("", include("scheduler_admin.web.live.urls")),
     path("", include("scheduler_admin.web.glossary.urls")),
     path("", include("scheduler_admin.web.partition_settings.urls")),
+    path("", include("scheduler_admin.web.change_requests.urls")),
     path("", include("scheduler_admin.web.help.urls")),
     path("", include("scheduler_admin.web.find.urls")),
     path("", include("scheduler_admin.web.scheduled.urls")),

@@ -378,3 +378,48 @@ def test_import_config_with_apply_at_schedules_an_import_that_keeps_product_sett
     assert ScheduledChange.objects.get().status == ScheduledStatus.APPLIED
     assert Queue.objects.get(path="root.team-a").max == {"memory": 300 * GB}
     assert Partition.objects.get(name="default").miss_percent == 9
+
+
+# --- A change that needs approval is never scheduled around it -----------------------------------
+
+
+def require_approval_of_decreases() -> None:
+    services.update_partition_settings(
+        "default", actor=None, comment="four eyes on decreases", approval="decreases"
+    )
+
+
+def test_a_decrease_the_approval_setting_holds_cannot_be_scheduled(partition) -> None:
+    """Scheduling would save it at its time without the second admin: 400 naming apply_at,
+    nothing kept, and the same change without apply_at becomes a change request."""
+    require_approval_of_decreases()
+    admin = user_with_role("ada", "admin")
+    revisions = ConfigRevision.objects.count()
+    response = schedule_max(client_of(admin), WEB, "40G", later(hours=2))
+    assert response.status_code == 400, response.content
+    assert "apply_at" in response.json()["errors"]
+    assert "approval" in str(response.json()["errors"]["apply_at"])
+    assert not ScheduledChange.objects.exists()
+    assert ConfigRevision.objects.count() == revisions
+    body = {"max": {"memory": "40G"}, "version": version_of(WEB), "comment": "night shrink"}
+    held = client_of(admin).patch(f"{API}/queues/{WEB}/", body, format="json")
+    assert held.status_code == 202 and held.json()["status"] == "pending", held.content
+    # An increase needs no approval under "decreases": it is scheduled as before.
+    assert schedule_max(client_of(admin), "root.team-a", "450G", later(hours=2)).status_code == 202
+
+
+def test_a_scheduled_decrease_fails_at_its_time_when_approval_was_switched_on_meanwhile(
+    partition,
+) -> None:
+    admin = user_with_role("ada", "admin")
+    response = schedule_max(client_of(admin), WEB, "40G", later(minutes=5))
+    assert response.status_code == 202, response.content
+    require_approval_of_decreases()
+    revisions = ConfigRevision.objects.count()
+    apply_due_at(timezone.now() + timedelta(minutes=6))
+    change = ScheduledChange.objects.get()
+    assert change.status == ScheduledStatus.FAILED
+    assert "approval setting (decreases) holds this change" in change.reason
+    assert ConfigRevision.objects.count() == revisions
+    assert Queue.objects.get(partition__name="default", path=WEB).max != {"memory": 40 * GB}
+    assert kinds(AuditKind.SCHEDULED_FAILED)

@@ -175,7 +175,9 @@ def test_nested_bodies_are_json_only_and_every_body_may_be_413(schema):
         (f"{P}/timers/{{id}}/cancel", "post"),
         (f"{P}/scheduled-changes/{{id}}/cancel", "post"),
         (f"{P}/evictions/{{id}}/ack", "post"),
-    }
+        *((f"{P}/change-requests/{{request_id}}/{a}/", "post") for a in
+          ("approve", "reject", "withdraw")),
+    }  # fmt: skip
     with_body = 0
     for path, operations in schema["paths"].items():
         for method, operation in operations.items():

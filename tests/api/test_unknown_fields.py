@@ -26,7 +26,13 @@ from scheduler_admin.accounts.grants import give_grant
 from scheduler_admin.accounts.models import QueueGrant
 from scheduler_admin.enforcement.models import PreemptionRun
 from scheduler_admin.notifications.models import Channel, Subscription
-from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, ScheduledChange
+from scheduler_admin.queues.models import (
+    ChangeRequest,
+    ConfigRevision,
+    Partition,
+    Queue,
+    ScheduledChange,
+)
 from scheduler_admin.queues.scheduled import schedule_queue_change
 from tests.api.conftest import TOKEN_USER_PASSWORD, Live, assert_error, role_client
 from tests.api.test_malformed_input import snapshot
@@ -128,6 +134,12 @@ def writes(live: Live) -> dict[tuple[str, str], Write]:
         (f"{N}/channels/", "post"): Write({}, {"name": "ops", "url": SLACK}),
         (f"{N}/channels/{{id}}/", "patch"): Write({"id": _channel()}, {"name": "ops2"}),
         (f"{N}/channels/{{id}}/", "delete"): Write({"id": _channel()}, {}),
+        **{
+            (f"{P}/change-requests/{{request_id}}/{action}/", "post"): Write(
+                {**default, "request_id": _change_request()}, body
+            )
+            for action, body in (("approve", {}), ("reject", {"comment": "no"}), ("withdraw", {}))
+        },
     }
 
 
@@ -138,6 +150,19 @@ def _subscription() -> int:
         found = Subscription.objects.create(
             user=role_user("role-admin", "admin"), partition="default", queue_path="root.team.a",
             kinds=["run.started"], created_at=timezone.now(),
+        )  # fmt: skip
+    return found.pk
+
+
+def _change_request() -> int:
+    """A pending change request of root.team.b (made directly: the partition's approval
+    setting, and so its version, stays as the other writes expect it)."""
+    found = ChangeRequest.objects.filter(status="pending").first()
+    if found is None:
+        found = ChangeRequest.objects.create(
+            partition=Partition.objects.get(name="default"), author_name="someone",
+            created_at=timezone.now(), comment="lower b", queue_paths=["root.team.b"],
+            edits={"queues": {"root.team.b": {"set": {"max": {"memory": 5 * GB}}}}},
         )  # fmt: skip
     return found.pk
 

@@ -47,7 +47,13 @@ from scheduler_admin.audit.models import AuditEvent
 from scheduler_admin.cluster.models import Node
 from scheduler_admin.enforcement.models import EvictionOrder, PreemptionRun, QuotaTimer
 from scheduler_admin.notifications.models import Channel, Subscription
-from scheduler_admin.queues.models import ConfigRevision, Partition, Queue, ScheduledChange
+from scheduler_admin.queues.models import (
+    ChangeRequest,
+    ConfigRevision,
+    Partition,
+    Queue,
+    ScheduledChange,
+)
 from scheduler_admin.queues.scheduled import schedule_queue_change
 from scheduler_admin.web.common import queue_url
 from scheduler_admin.web.partition_settings.forms import PartitionSettingsForm
@@ -241,6 +247,18 @@ API_WRITES: dict[tuple[str, str], Write | None] = {
         ADMIN_WHOLE, 204, WHOLE,
         lambda t, p: Call("DELETE", f"{N}/channels/{_channel()}/", {}),
     ),
+    (f"{P}/change-requests/{{request_id}}/approve/", "post"): Write(
+        ADMIN_QUEUE, 200, QUEUED,
+        lambda t, p: Call("POST", f"{API}/change-requests/{_change_request(p)}/approve/", {}),
+    ),
+    (f"{P}/change-requests/{{request_id}}/reject/", "post"): Write(
+        ADMIN_QUEUE, 200, QUEUED,
+        lambda t, p: Call("POST", f"{API}/change-requests/{_change_request(p)}/reject/",
+                          {"comment": "no"}),
+    ),
+    # Withdrawing is for the request's author alone, whatever their role or grants
+    # (tests/api/test_change_requests_api.py): not a row of role x place.
+    (f"{P}/change-requests/{{request_id}}/withdraw/", "post"): None,
 }  # fmt: skip
 
 
@@ -261,6 +279,19 @@ def _channel() -> int:
         name="chat", kind="slack", url=SLACK, created_at=timezone.now()
     )
     return found.pk
+
+
+def _change_request(place: str) -> int:
+    """A pending request by someone else to raise the memory max of the place's web queue
+    (made directly: the partition's approval setting stays as the other rows expect it)."""
+    path = queue_path(place, "web")
+    partition = Partition.objects.get(name="default")
+    return ChangeRequest.objects.create(
+        partition=partition, author_name="someone", created_at=timezone.now(),
+        comment="raise", queue_paths=[path],
+        base_revision=partition.revisions.order_by("-number").values_list("number", flat=True)[0],
+        edits={"queues": {path: {"set": {"max": {"memory": 300 * 10**9}}}}},
+    ).pk  # fmt: skip
 
 
 def _target_token() -> int:
@@ -562,6 +593,14 @@ CONSOLE_FORMS: dict[str, list[Form]] = {
         Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form(
             "POST", f"/users/grants/{_target_grant()}/revoke/", {"confirmed": "yes"})),
     ],
+    "change-request": [
+        Form(READ_QUEUE, 200, QUEUED,
+             lambda t, p: _form("GET", f"/partitions/default/change-requests/"
+                                       f"{_change_request(p)}/")),
+        Form(ADMIN_QUEUE, 302, QUEUED, lambda t, p: _form(
+            "POST", f"/partitions/default/change-requests/{_change_request(p)}/",
+            {"action": "approve", "confirm_evictions": "on"})),
+    ],
     "users-groups": [
         Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form(
             "POST", "/users/groups/", {"user": _target_pk(), "groups": "team-b"})),
@@ -585,6 +624,7 @@ CONSOLE_READS = {
     "task-history": "test_task_history: 404 outside, as for an unknown task",
     "application-history": "test_task_history: 404 outside, as for an unknown application",
     "glossary": "no data of any queue",
+    "change-requests": "test_web_change_requests: narrowed to requests inside the holder's queues",
     "docs": "the built help site, no data of any queue (test_help_links: sign-in required)",
     "docs-page": "the built help site, no data of any queue (test_help_links: sign-in required)",
     "live-dashboard": "test_grant_visibility: narrowed like the dashboard",

@@ -76,6 +76,7 @@ def test_snapshot_layout() -> None:
         "soft_eviction": True,
         "enforcement": "observe",
         "max_evictions_per_minute": 100,
+        "approval": "none",
         "extra": {"placementrules": [{"name": "provided", "create": False}]},
     }
     assert [item["path"] for item in snapshot["queues"]] == [

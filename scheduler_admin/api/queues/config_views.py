@@ -26,6 +26,7 @@ from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.permissions import ADMINISTER, READ
 from scheduler_admin.api.queues import scheduled
 from scheduler_admin.api.queues.apply_at import APPLY_AT_HELP, ApplyAtField
+from scheduler_admin.api.queues.change_requests import ACCEPTED_202, held_response
 from scheduler_admin.api.queues.params import (
     FLAG_SCHEMA,
     IF_MATCH,
@@ -80,7 +81,7 @@ class ConfigView(APIView):
         parameters=[*DRY_RUN_PARAMETERS, EXPLANATIONS_PARAMETER, IF_MATCH],
         responses={
             200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun"),
-            202: scheduled.ScheduledChangeSerializer,
+            202: ACCEPTED_202,
         },
     )
     def put(self, request: Request, partition: str) -> Response:
@@ -112,10 +113,12 @@ def _replace_config(
         return scheduled.schedule_whole_config(
             request, config, version=version, comment=comment, apply_at=apply_at
         )
-    services.save_partition_config(
+    result = services.save_partition_config(
         config, actor=request.user, comment=comment, expected_revision=version,
-        authorize=access.authorizer(request.user, ADMINISTER, None),
+        authorize=access.authorizer(request.user, ADMINISTER, None), request_approval=True,
     )  # fmt: skip
+    if result.change_request is not None:
+        return held_response(result.change_request)
     partition.refresh_from_db()
     response = Response(config_to_json(partition.current_config(), partition.version))
     return with_etag(response, "config", partition.name, partition.version)
@@ -203,7 +206,7 @@ class ConfigYamlView(APIView):
         responses={
             200: saved_or_dry_run(ConfigSerializer, "ConfigOrDryRun"),
             201: OpenApiResponse(ConfigSerializer, description="The partition was created."),
-            202: scheduled.ScheduledChangeSerializer,
+            202: ACCEPTED_202,
         },
     )
     def put(self, request: Request, partition: str) -> Response:

@@ -33,6 +33,7 @@ from scheduler_admin.api.permissions import (
     READ,
 )
 from scheduler_admin.api.queues import scheduled
+from scheduler_admin.api.queues.change_requests import ACCEPTED_202, HELD_202, held_response
 from scheduler_admin.api.queues.params import IF_MATCH
 from scheduler_admin.api.queues.preview_views import dry_run_body
 from scheduler_admin.api.queues.responses import QueueRowSerializer, saved_or_dry_run
@@ -244,7 +245,7 @@ class QueueList(APIView):
         description="A new queue `name` under `parent`, validated with the whole partition and "
         "saved as a new revision.",
         request=QueueCreateSerializer,
-        responses={201: QueueRowSerializer},
+        responses={201: QueueRowSerializer, 202: HELD_202},
     )
     def post(self, request: Request, partition: str) -> Response:
         obj = services.get_partition(partition)
@@ -252,12 +253,14 @@ class QueueList(APIView):
         body.is_valid(raise_exception=True)
         data = body.validated_data
         access.require(request.user, CREATE_QUEUE, obj, data["parent"])
-        _, path = services.create_queue(
+        result, path = services.create_queue(
             obj.name, parent=data["parent"], name=data["name"], actor=request.user,
             comment=data["comment"], guaranteed=data["guaranteed"], max=data["max"],
-            properties=data["properties"],
+            properties=data["properties"], request_approval=True,
             authorize=access.authorizer(request.user, CREATE_QUEUE, data["parent"]),
         )  # fmt: skip
+        if result.change_request is not None:
+            return held_response(result.change_request)
         [row] = _queue_rows(obj, [path])
         return Response(row, status=201)
 
@@ -294,7 +297,7 @@ class QueueDetail(APIView):
         parameters=[*DRY_RUN_PARAMETERS, EXPLANATIONS_PARAMETER, IF_MATCH],
         responses={
             200: saved_or_dry_run(QueueRowSerializer, "QueueOrDryRun"),
-            202: scheduled.ScheduledChangeSerializer,
+            202: ACCEPTED_202,
         },
     )
     def patch(self, request: Request, partition: str, path: str) -> Response:
@@ -326,10 +329,12 @@ class QueueDetail(APIView):
                 request, obj, path, version=version, comment=comment, apply_at=apply_at,
                 changes=data,
             )  # fmt: skip
-        services.update_queue(
+        result = services.update_queue(
             obj.name, path, version=version, actor=request.user, comment=comment, **data,
-            authorize=access.authorizer(request.user, EDIT_QUEUE, path),
+            authorize=access.authorizer(request.user, EDIT_QUEUE, path), request_approval=True,
         )  # fmt: skip
+        if result.change_request is not None:
+            return held_response(result.change_request)
         row = self._row(obj, path)
         return with_etag(Response(row), "queue", path, row["version"])
 
@@ -337,7 +342,7 @@ class QueueDetail(APIView):
         summary="Delete a queue and its subtree (admin)",
         request=QueueDeleteBodySerializer,
         parameters=[IF_MATCH],
-        responses={204: None},
+        responses={204: None, 202: HELD_202},
     )
     def delete(self, request: Request, partition: str, path: str) -> Response:
         obj = services.get_partition(partition)
@@ -346,14 +351,17 @@ class QueueDetail(APIView):
         version = expected_version(request, body.validated_data.get("version"))
         if version is None:
             raise ValidationError({"version": ["send the version you read (or If-Match)"]})
-        services.delete_queue(
+        result = services.delete_queue(
             obj.name,
             path,
             version=version,
             actor=request.user,
             comment=body.validated_data.get("comment") or f"Delete {path}",
             authorize=access.authorizer(request.user, DELETE_QUEUE, path),
+            request_approval=True,
         )
+        if result.change_request is not None:
+            return held_response(result.change_request)
         return Response(status=204)
 
     def get_parsers(self) -> list[Any]:

@@ -16,6 +16,7 @@ from rest_framework.views import APIView
 from preemption.config import diff_configs
 from scheduler_admin.accounts import permissions as access
 from scheduler_admin.api.permissions import ADMINISTER
+from scheduler_admin.api.queues.change_requests import HELD_202, held_response
 from scheduler_admin.api.queues.params import IF_MATCH
 from scheduler_admin.api.queues.responses import RevisionDetailSerializer
 from scheduler_admin.api.queues.serializers import (
@@ -101,6 +102,7 @@ class RevisionRevert(APIView):
                 RevertUnchangedSerializer,
                 description="The config already equals revision N: nothing was written.",
             ),
+            202: HELD_202,
         },
     )
     def post(self, request: Request, partition: str, number: int) -> Response:
@@ -113,8 +115,10 @@ class RevisionRevert(APIView):
         result = services.revert_config(
             obj.name, to_number=number, actor=request.user,
             comment=body.validated_data.get("comment", ""), expected_revision=version,
-            authorize=access.authorizer(request.user, ADMINISTER, None),
+            authorize=access.authorizer(request.user, ADMINISTER, None), request_approval=True,
         )  # fmt: skip
+        if result.change_request is not None:
+            return held_response(result.change_request)
         if result.revision is None:
             return Response({"detail": f"already equal to revision {number}", "changed": False})
         return Response(RevisionSerializer(result.revision).data, status=201)

@@ -18,6 +18,7 @@ from rest_framework import serializers
 
 from preemption import resources
 from preemption.config import (
+    APPROVAL_MODES,
     ASK_POLICIES,
     ENFORCEMENT_MODES,
     MAX_DEVIATION_PERCENT,
@@ -290,6 +291,17 @@ PACE_HELP = (
 )
 
 
+APPROVAL_HELP = (
+    "Which queue changes need another admin's approval: `none` (default), `decreases` (a lower "
+    "or new max, a lower guarantee) or `all`. A change that needs it answers 202 with a change "
+    "request instead of saving."
+)
+
+
+def approval_field(**kwargs: Any) -> serializers.ChoiceField:
+    return serializers.ChoiceField(choices=APPROVAL_MODES, help_text=APPROVAL_HELP, **kwargs)
+
+
 def enforcement_field(**kwargs: Any) -> serializers.ChoiceField:
     return serializers.ChoiceField(choices=ENFORCEMENT_MODES, help_text=ENFORCEMENT_HELP, **kwargs)
 
@@ -308,6 +320,7 @@ class PartitionSerializer(serializers.ModelSerializer):
     daemonset_preemption_delay = DurationField()
     victim_strategy = VictimStrategyField(read_only=True)
     enforcement = enforcement_field(read_only=True)
+    approval = approval_field(read_only=True)
     queue_count = serializers.IntegerField(source="queues.count", read_only=True)
 
     class Meta:
@@ -316,7 +329,8 @@ class PartitionSerializer(serializers.ModelSerializer):
             "name", "preemption_enabled", "quota_preemption_enabled", "miss_percent",
             "default_preemption_delay", "daemonset_preemption_delay", "ask_policy",
             "victim_strategy", "deviation_percent", "max_victims", "soft_eviction",
-            "enforcement", "max_evictions_per_minute", "version", "queue_count", "updated_at",
+            "enforcement", "max_evictions_per_minute", "approval", "version", "queue_count",
+            "updated_at",
         ]  # fmt: skip
         read_only_fields = ["name", "version", "queue_count", "updated_at"]
 
@@ -334,6 +348,7 @@ class PartitionPatchSerializer(StrictSerializer):
     soft_eviction = serializers.BooleanField(required=False, help_text=SOFT_EVICTION_HELP)
     enforcement = enforcement_field(required=False)
     max_evictions_per_minute = pace_field(required=False)
+    approval = approval_field(required=False)
     version = version_field(help_text="The partition version you read (optional: without it "
                                       "the change is not checked for staleness).")  # fmt: skip
     comment = serializers.CharField(max_length=limits.COMMENT_MAX_LENGTH, help_text=COMMENT_HELP)
@@ -465,6 +480,7 @@ class ConfigSettingsSerializer(StrictSerializer):
     soft_eviction = serializers.BooleanField(default=False, help_text=SOFT_EVICTION_HELP)
     enforcement = enforcement_field(default="enforce")
     max_evictions_per_minute = pace_field(default=0)
+    approval = approval_field(default="none")
     extra = PartitionKeptKeysField(required=False, default=dict)
 
 
@@ -645,6 +661,7 @@ def config_to_json(config: PartitionConfig, version: int) -> dict[str, Any]:
             "soft_eviction": settings.soft_eviction,
             "enforcement": settings.enforcement,
             "max_evictions_per_minute": settings.max_evictions_per_minute,
+            "approval": settings.approval,
             "extra": dict(settings.extra),
         },
         "queues": [
@@ -685,11 +702,15 @@ def yunikorn_facts(
 class RevisionSerializer(serializers.ModelSerializer):
     partition = serializers.CharField(source="partition.name", read_only=True)
     author = serializers.CharField(source="author_name", read_only=True)
+    approved_by = serializers.CharField(
+        source="approved_by_name", read_only=True,
+        help_text="The admin who approved the change request it saves; empty otherwise.",
+    )  # fmt: skip
 
     class Meta:
         model = ConfigRevision
-        fields = ["number", "partition", "kind", "created_at", "author", "comment",
-                  "reverted_from"]  # fmt: skip
+        fields = ["number", "partition", "kind", "created_at", "author", "approved_by",
+                  "comment", "reverted_from"]  # fmt: skip
 
 
 #: What each simulated policy needs besides ``policy``.

@@ -6,6 +6,7 @@ shows the SPEC's path."""
 from django.urls import path, re_path
 
 from scheduler_admin.api.queues import (
+    change_requests,
     config_views,
     preview_views,
     queue_views,
@@ -35,6 +36,31 @@ urlpatterns = [
         f"{P}/revisions/<int:number>/revert",
         revision_views.RevisionRevert.as_view(),
         name="api-revision-revert",
+    ),
+    path(
+        f"{P}/change-requests/",
+        change_requests.ChangeRequestList.as_view(),
+        name="api-change-requests",
+    ),
+    path(
+        f"{P}/change-requests/<int:request_id>/",
+        change_requests.ChangeRequestDetail.as_view(),
+        name="api-change-request",
+    ),
+    path(
+        f"{P}/change-requests/<int:request_id>/approve/",
+        change_requests.ChangeRequestApprove.as_view(),
+        name="api-change-request-approve",
+    ),
+    path(
+        f"{P}/change-requests/<int:request_id>/reject/",
+        change_requests.ChangeRequestReject.as_view(),
+        name="api-change-request-reject",
+    ),
+    path(
+        f"{P}/change-requests/<int:request_id>/withdraw/",
+        change_requests.ChangeRequestWithdraw.as_view(),
+        name="api-change-request-withdraw",
     ),
     re_path(
         r"^partitions/(?P<partition>[^/]+)/simulate(?:/)?$",

@@ -18,6 +18,7 @@ from preemption.config import ROOT, text_problem
 from scheduler_admin.accounts import permissions
 from scheduler_admin.accounts.permissions import READ
 from scheduler_admin.queues.models import Partition
+from scheduler_admin.web.change_requests.views import pending_panel
 from scheduler_admin.web.common import (
     partition_choices,
     partition_or_404,
@@ -89,6 +90,7 @@ def _partition_context(
         "shown_matches": len(matches),
         **panels(tree, request.user),
         "scheduled": scheduled_rows(partition, request.user),  # web.scheduled
+        **pending_panel(partition, request.user),
         # Usage over time (issue 16, usage history)
         **top_level_sparklines(tree),
     }

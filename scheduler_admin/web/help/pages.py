@@ -19,6 +19,8 @@ HELP_PAGES: dict[str, str] = {
     "timer-cancel": "reference/console/queue",
     "scheduled-cancel": "how-to/schedule-a-change",
     "partition-settings": "reference/console/partition-settings",
+    "change-requests": "how-to/require-approval",
+    "change-request": "how-to/require-approval",
     "fences": "reference/console/fences",
     "history": "reference/console/history",
     "history-diff": "reference/console/history",

@@ -34,6 +34,7 @@ from scheduler_admin.enforcement.previews import preview_change
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.queues.yaml_io import error_lines, parse_queues_yaml
+from scheduler_admin.web.change_requests.views import held_message
 from scheduler_admin.web.common import require, revision_link
 from scheduler_admin.web.history.changes import Changes, compare
 from scheduler_admin.web.plans import PlanView, plan_view
@@ -198,6 +199,7 @@ def history_import(request: HttpRequest) -> HttpResponse:
             comment=form.cleaned_data["comment"],
             expected_revisions=form.cleaned_data["previewed"],
             authorize=authorizer(request.user, ADMINISTER, None),
+            request_approval=True,
         )
     except ConfigErrors as exc:
         return _render(request, kept, error_lines(source, exc.errors), None, status=400)
@@ -210,7 +212,9 @@ def history_import(request: HttpRequest) -> HttpResponse:
         )
         return _render(request, kept, [message], None, status=409)
     for result in results:
-        if result.revision is None:
+        if result.change_request is not None:
+            messages.info(request, held_message(result.change_request))
+        elif result.revision is None:
             messages.info(request, f"Partition {result.partition.name}: unchanged.")
         else:
             name = result.partition.name

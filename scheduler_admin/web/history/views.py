@@ -28,6 +28,7 @@ from scheduler_admin.accounts.permissions import ADMINISTER, READ, authorizer
 from scheduler_admin.agents.status import agent_statuses, running_revisions
 from scheduler_admin.queues import services
 from scheduler_admin.queues.models import ConfigRevision, Partition
+from scheduler_admin.web.change_requests.views import held_message
 from scheduler_admin.web.common import (
     partition_or_404,
     require,
@@ -140,7 +141,7 @@ def history_revert(request: HttpRequest, partition: str, number: int) -> HttpRes
                 obj.name, to_number=number, actor=request.user,
                 comment=form.cleaned_data["comment"],
                 expected_revision=form.cleaned_data["version"],
-                authorize=authorizer(request.user, ADMINISTER, None),
+                authorize=authorizer(request.user, ADMINISTER, None), request_approval=True,
             )  # fmt: skip
         except ConfigErrors as exc:
             errors.extend(str(error) for error in exc.errors)
@@ -159,7 +160,9 @@ def _reverted(
     request: HttpRequest, revision: ConfigRevision, result: services.SaveResult
 ) -> HttpResponse:
     """Say what happened and go back to the list, where the new revision is on top."""
-    if result.revision is None:
+    if result.change_request is not None:  # held for another admin's approval
+        messages.info(request, held_message(result.change_request))
+    elif result.revision is None:
         messages.info(request, f"Nothing to revert: the configuration already equals revision "
                                f"{revision.number}.")  # fmt: skip
     else:

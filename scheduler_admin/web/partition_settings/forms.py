@@ -11,7 +11,7 @@ from django import forms
 from preemption.config import PartitionSettings
 from preemption.durations import DurationError, format_duration, parse_whole_seconds
 from scheduler_admin.base import limits
-from scheduler_admin.queues.models import AskPolicy, EnforcementMode, Partition
+from scheduler_admin.queues.models import ApprovalMode, AskPolicy, EnforcementMode, Partition
 
 STRATEGY_CHOICES = [
     ("single,multiple", "single, then multiple (default)"),
@@ -115,6 +115,11 @@ class PartitionSettingsForm(forms.Form):
         help_text="The most eviction orders the partition's runs create in any minute; "
         "0 is unlimited.",
     )
+    approval = forms.ChoiceField(
+        choices=ApprovalMode.choices,
+        label="Approval of queue changes",
+        help_text="Which queue changes need another admin's approval before they are saved.",
+    )
     confirm_enforce = forms.BooleanField(
         required=False,
         label="I confirm switching from observe to enforce",
@@ -145,6 +150,7 @@ class PartitionSettingsForm(forms.Form):
             "soft_eviction": settings.soft_eviction,
             "enforcement": settings.enforcement,
             "max_evictions_per_minute": settings.max_evictions_per_minute,
+            "approval": settings.approval,
         }
 
     def clean_comment(self) -> str:

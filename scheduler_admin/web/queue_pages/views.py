@@ -37,6 +37,7 @@ from scheduler_admin.queues import services
 from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.queues.saved import current_config
 from scheduler_admin.web import eligibility_text
+from scheduler_admin.web.change_requests.views import held_message, request_url
 from scheduler_admin.web.common import partition_or_404, queue_url, require, revision_link
 from scheduler_admin.web.plans import plan_view
 from scheduler_admin.web.queue_pages import effective, tables
@@ -126,6 +127,7 @@ def _save(
             actor=request.user,
             comment=edit.form.cleaned_data["comment"],
             authorize=permissions.authorizer(request.user, EDIT_QUEUE, path),
+            request_approval=True,
             **edit.changes(),
         )
     except ConfigErrors as exc:
@@ -137,6 +139,9 @@ def _save(
     except services.NotFound as exc:
         edit.errors.append(f"{exc} (it may have been deleted meanwhile): nothing was saved.")
         return None
+    if result.change_request is not None:  # held for another admin's approval
+        messages.info(request, held_message(result.change_request))
+        return redirect(request_url(result.change_request))
     saved_config = current_config(partition)
     for warning in _warnings_of(partition, saved_config, path):
         messages.warning(request, f"Warning: {warning.field}: {warning.message}")
