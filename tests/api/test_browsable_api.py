@@ -13,6 +13,7 @@ import re
 import subprocess
 import sys
 import urllib.parse
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -24,8 +25,10 @@ from django.utils import timezone
 
 from scheduler_admin.accounts.grants import give_grant
 from scheduler_admin.audit.models import AuditEvent
+from scheduler_admin.cluster.models import DynamicQueue
 from scheduler_admin.notifications.models import Channel, Subscription
-from scheduler_admin.queues.models import ConfigRevision, Partition, Queue
+from scheduler_admin.queues.models import ChangeRequest, ConfigRevision, Partition, Queue
+from scheduler_admin.queues.scheduled import schedule_queue_change
 from tests.api.conftest import Live, role_client
 from tests.integration.test_compose_stack import settings_variables
 from tests.support.console import signed_in_client
@@ -58,7 +61,23 @@ def every_url(live: Live, grant_holder: str) -> dict[str, str]:
     )  # fmt: skip
     channel = Channel.objects.create(name="chat", kind="json", url="jsons://hooks.example.com/x",
                                      created_at=timezone.now())  # fmt: skip
+    partition = Partition.objects.get(name="default")
+    scheduled = schedule_queue_change(
+        "default", "root.team.b",
+        version=Queue.objects.get(partition=partition, path="root.team.b").version,
+        actor=None, comment="later", apply_at=timezone.now() + timedelta(days=1),
+        max={"memory": 5 * 10**9},
+    )  # fmt: skip
+    change_request = ChangeRequest.objects.create(
+        partition=partition, author_name="someone", created_at=timezone.now(),
+        comment="lower b", queue_paths=["root.team.b"],
+        edits={"queues": {"root.team.b": {"set": {"max": {"memory": 5 * 10**9}}}}},
+    )  # fmt: skip
+    DynamicQueue.objects.create(partition=partition, path="root.team.b.dynamic", leaf=True)
     segments = {
+        "/dynamic-queues/{path}": "/dynamic-queues/root.team.b.dynamic",
+        "/scheduled-changes/{id}": f"/scheduled-changes/{scheduled.pk}",
+        "/change-requests/{request_id}": f"/change-requests/{change_request.pk}",
         "/grants/{id}": f"/grants/{grant.pk}",
         "/subscriptions/{id}": f"/subscriptions/{subscription.pk}",
         "/channels/{id}": f"/channels/{channel.pk}",
