@@ -30,6 +30,7 @@ PATH_VALUES = {
     "partition": "default",
     "path": "root.team.b",
     "id": "1",
+    "request_id": "1",
     "number": "1",
     "external_id": "a1",
     "name": "n1",
