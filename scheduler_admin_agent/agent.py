@@ -59,6 +59,7 @@ class Agent:
             self.cache,
             scheduler_name=options.scheduler_name,
             unique_app_ids=options.unique_app_ids,
+            page_items=options.page_items,
         )
         self.evictor = Evictor(self.api, self.cache, self.product)
         self.publisher = ConfigPublisher(
