@@ -39,6 +39,8 @@ class Options:
     webhook_secret: str | None = None
     health_listen: str | None = None
     log_level: str = "INFO"
+    #: The cgroup file with the container's memory limit (checked against the cluster's size).
+    memory_limit_file: str = "/sys/fs/cgroup/memory.max"
 
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -110,6 +112,11 @@ def parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         help="HOST:PORT to answer /healthz (liveness) and /readyz (readiness) for probes",
     )
     p.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"))
+    p.add_argument(
+        "--memory-limit-file",
+        default=env("MEMORY_LIMIT_FILE", "/sys/fs/cgroup/memory.max"),
+        help="cgroup file of the memory limit, checked against the cluster's size at start",
+    )
     return p
 
 
@@ -181,4 +188,5 @@ def parse_options(
         webhook_secret=webhook_secret,
         health_listen=args.health_listen,
         log_level=args.log_level.upper(),
+        memory_limit_file=args.memory_limit_file,
     )
