@@ -34,8 +34,9 @@ logger = logging.getLogger(__name__)
 #: Items a page (nodes, allocations, asks and budgets counted alike): about 6.6 MB of
 #: allocations, well under the product's 32 MiB default.
 PAGE_ITEMS = 20_000
-#: Body keys in the order the product applies them (nodes first).
-KINDS = ("nodes", "allocations", "asks", "budgets")
+#: Body keys in the order the product applies them (nodes first; the queues YuniKorn created
+#: before the tasks they hold, for a product that takes ``dynamic_queues``).
+KINDS = ("nodes", "dynamic_queues", "allocations", "asks", "budgets")
 
 
 def new_generation() -> str:
@@ -79,7 +80,8 @@ class ReplacePusher:
         while True:
             try:
                 if whole:
-                    body: dict[str, Any] = {kind: list(items.get(kind, ())) for kind in KINDS}
+                    body: dict[str, Any] = {kind: list(items[kind]) for kind in KINDS
+                                            if kind in items}  # fmt: skip
                     body["replace"] = True
                     self.pages_sent += 1
                     return self.product.push_state(body)
