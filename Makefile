@@ -79,6 +79,7 @@ bench: $(VENV)/.installed
 	$(PY) -m scheduler_admin.cluster.bench
 	$(PY) -m scheduler_admin.bench.dashboard
 	$(PY) -m scheduler_admin.bench.history
+	$(PY) -m scheduler_admin_agent.bench
 
 scenarios: $(VENV)/.installed
 	$(PY) -m preemption.scenario ../shared/scenarios tests/scenarios

@@ -26,6 +26,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"scheduler-admin-agent: cannot reach the cluster: {error}", file=sys.stderr)
         return 1
 
+    problem = agent.memory_problem()
+    if problem:
+        print(f"scheduler-admin-agent: {problem}", file=sys.stderr)
+        return 1
+
     def stop(signum: int, frame: FrameType | None) -> None:
         logging.getLogger(__name__).info("signal %s: stopping", signal.Signals(signum).name)
         agent.stop.set()

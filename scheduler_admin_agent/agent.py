@@ -23,10 +23,13 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
+from kubernetes import client
+
 from scheduler_admin_agent import __version__
 from scheduler_admin_agent.evictions import Evictor
 from scheduler_admin_agent.health import HealthServer, Vitals
 from scheduler_admin_agent.kube import ClusterCache, api_client, reflectors
+from scheduler_admin_agent.memory import count, too_small
 from scheduler_admin_agent.options import Options
 from scheduler_admin_agent.product import ProductClient
 from scheduler_admin_agent.publish import ConfigPublisher
@@ -59,6 +62,7 @@ class Agent:
             self.cache,
             scheduler_name=options.scheduler_name,
             unique_app_ids=options.unique_app_ids,
+            page_items=options.page_items,
         )
         self.evictor = Evictor(self.api, self.cache, self.product)
         self.publisher = ConfigPublisher(
@@ -95,6 +99,21 @@ class Agent:
             else None
         )
         self._reflectors = reflectors(self.api, self.cache, self.stop, self._reflector_error)
+
+    def memory_problem(self) -> str | None:
+        """Why the agent must not start: its memory limit is below what the cluster's size
+        needs (``memory``); None when it is enough, unknown, or the cluster cannot be counted
+        now (the reflectors will report that)."""
+        core = client.CoreV1Api(self.api)
+        try:
+            return too_small(
+                lambda: count(core.list_node),
+                lambda: count(core.list_pod_for_all_namespaces),
+                self.options.memory_limit_file,
+            )
+        except Exception as error:  # counting is a courtesy: never the reason not to start
+            logger.warning("could not count the cluster's objects: %s", error)
+            return None
 
     # --- errors -----------------------------------------------------------------------------
 

@@ -96,6 +96,8 @@ class ClusterCache:
         self._lock = threading.Lock()
         self._objects: dict[str, dict[str, Any]] = {kind: {} for kind in KINDS}
         self._listed: set[str] = set()
+        #: Keys added, changed or removed since the last ``take_changes``, by kind.
+        self._dirty: dict[str, set[str]] = {kind: set() for kind in KINDS}
         self.changed = threading.Event()
         self.dirty_since: float | None = None
 
@@ -106,7 +108,10 @@ class ClusterCache:
 
     def replace(self, kind: str, objects: list[Any]) -> None:
         with self._lock:
-            self._objects[kind] = {object_key(kind, obj): obj for obj in objects}
+            fresh = {object_key(kind, obj): obj for obj in objects}
+            # A list replaces the kind: what it no longer has is gone, the rest may have changed.
+            self._dirty[kind] |= self._objects[kind].keys() | fresh.keys()
+            self._objects[kind] = fresh
             self._listed.add(kind)
             self._touch()
 
@@ -117,6 +122,7 @@ class ClusterCache:
                 self._objects[kind].pop(key, None)
             else:
                 self._objects[kind][key] = obj
+            self._dirty[kind].add(key)
             self._touch()
 
     @property
@@ -133,6 +139,20 @@ class ClusterCache:
             self.changed.clear()
             since, self.dirty_since = self.dirty_since, None
             return {kind: list(objects.values()) for kind, objects in self._objects.items()}, since
+
+    def take_changes(self) -> tuple[dict[str, dict[str, Any]], float | None]:
+        """What changed since the last call, by kind and key (the object as it is now, None
+        when gone), and when the oldest of those changes happened; clears ``changed``. Costs
+        the number of changes, not the number of objects."""
+        with self._lock:
+            self.changed.clear()
+            since, self.dirty_since = self.dirty_since, None
+            changes = {
+                kind: {key: self._objects[kind].get(key) for key in keys}
+                for kind, keys in self._dirty.items()
+            }
+            self._dirty = {kind: set() for kind in KINDS}
+            return changes, since
 
     def pod(self, uid: str) -> Any | None:
         with self._lock:

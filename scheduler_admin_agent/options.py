@@ -23,6 +23,8 @@ class Options:
     token: str
     partition: str
     interval: float = 2.0
+    #: Items a page of a replace push (``paging``): the product's request limit is 32 MiB.
+    page_items: int = 20_000
     scheduler_name: str = "yunikorn"
     unique_app_ids: bool = False
     kubeconfig: str | None = None
@@ -37,6 +39,8 @@ class Options:
     webhook_secret: str | None = None
     health_listen: str | None = None
     log_level: str = "INFO"
+    #: The cgroup file with the container's memory limit (checked against the cluster's size).
+    memory_limit_file: str = "/sys/fs/cgroup/memory.max"
 
 
 _TRUE = {"1", "true", "yes", "on"}
@@ -68,6 +72,12 @@ def parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
     p.add_argument("--partition", default=env("PARTITION"), help="the partition to manage")
     p.add_argument("--interval", type=float, default=float(env("INTERVAL", "2") or 2),
                    help="seconds between pushes of cluster state (default 2)")  # fmt: skip
+    p.add_argument(
+        "--page-items",
+        type=int,
+        default=env("PAGE_ITEMS", "20000"),  # a string default goes through ``type`` too
+        help="items a page of a replace push larger than one request (default 20000)",
+    )
     p.add_argument("--scheduler-name", default=env("SCHEDULER_NAME", "yunikorn"))
     p.add_argument("--unique-app-ids", action="store_true",
                    default=_env_flag(environ, "AGENT_UNIQUE_APP_IDS"),
@@ -102,6 +112,11 @@ def parser(environ: Mapping[str, str]) -> argparse.ArgumentParser:
         help="HOST:PORT to answer /healthz (liveness) and /readyz (readiness) for probes",
     )
     p.add_argument("--log-level", default=env("LOG_LEVEL", "INFO"))
+    p.add_argument(
+        "--memory-limit-file",
+        default=env("MEMORY_LIMIT_FILE", "/sys/fs/cgroup/memory.max"),
+        help="cgroup file of the memory limit, checked against the cluster's size at start",
+    )
     return p
 
 
@@ -130,6 +145,8 @@ def parse_options(
         p.error(f"--api {args.api!r}: expected an http:// or https:// URL")
     if args.interval < 0.2:
         p.error("--interval: at least 0.2 seconds")
+    if args.page_items < 1:
+        p.error("--page-items: at least 1")
     if args.token_file:
         token = _read_secret(args.token_file, "--token-file")
     elif environ.get("AGENT_TOKEN", "").strip():
@@ -156,6 +173,7 @@ def parse_options(
         token=token,
         partition=args.partition,
         interval=args.interval,
+        page_items=args.page_items,
         scheduler_name=args.scheduler_name,
         unique_app_ids=args.unique_app_ids,
         kubeconfig=args.kubeconfig,
@@ -170,4 +188,5 @@ def parse_options(
         webhook_secret=webhook_secret,
         health_listen=args.health_listen,
         log_level=args.log_level.upper(),
+        memory_limit_file=args.memory_limit_file,
     )

@@ -1,12 +1,17 @@
 """State in: push what the cluster holds to ``partitions/{p}/cluster-state``.
 
-The agent remembers what it last pushed successfully. A push sends only the items that are new
-or changed since then and the ids that disappeared (``remove``), so an idle cluster costs
-nothing and a busy one a few hundred items every interval. The first push of a process, and the
-first after a push failed, is a **replace** push: every item, with ``"replace": true``, so the
-product drops whatever the cluster no longer has — also what vanished while no agent ran. A
-restarted agent therefore converges on the first push, and pushing the same state twice
-changes nothing in the product (its upserts compare before they write).
+The agent keeps the cluster's translation up to date from the watch events (``delta``: only
+the objects that changed are read again) and journals what changed since the last successful
+push. A push sends only the items that are new or changed since then and the ids that
+disappeared (``remove``), so an idle cluster costs nothing and a busy one a few hundred items
+every interval, whatever the cluster's size. The first push of a process, and the first after
+a push failed, is a **replace** push: every item, with ``"replace": true``, so the product
+drops whatever the cluster no longer has — also what vanished while no agent ran; a large one
+goes in pages under the product's request limit (``paging``). The queues YuniKorn creates go
+with the pods they hold (``dynamic_queues``: new or changed ones in a delta); one that is gone
+makes the next push a replace, the only push that drops them. A restarted agent therefore
+converges on the first push, and pushing the same state twice changes nothing in the product
+(its upserts compare before they write).
 """
 
 from __future__ import annotations
@@ -16,21 +21,14 @@ import time
 from datetime import UTC, datetime
 from typing import Any
 
-from scheduler_admin_agent.kube import (
-    BUDGETS,
-    NAMESPACES,
-    NODES,
-    PODS,
-    PRIORITY_CLASSES,
-    ClusterCache,
-)
+from scheduler_admin_agent.delta import Translator
+from scheduler_admin_agent.kube import ClusterCache
+from scheduler_admin_agent.paging import PAGE_ITEMS, ReplacePusher
 from scheduler_admin_agent.product import ProductClient, ProductError
-from scheduler_admin_agent.translate import ClusterState, Reading, translate
+from scheduler_admin_agent.translate import ClusterState
 
 logger = logging.getLogger(__name__)
 
-#: Body keys in the order the product applies them, and the ``remove`` key of each.
-BODY_KINDS = ("nodes", "allocations", "asks", "budgets")
 #: The body's key for the queues YuniKorn created (SPEC 3.4), pushed with the pods they hold.
 DYNAMIC = "dynamic_queues"
 
@@ -45,17 +43,23 @@ class StateSync:
         *,
         scheduler_name: str,
         unique_app_ids: bool = False,
+        page_items: int = PAGE_ITEMS,
     ) -> None:
         self.product = product
+        self.replacer = ReplacePusher(product, page_items)
         self.cache = cache
         self.scheduler_name = scheduler_name
         self.unique_app_ids = unique_app_ids
-        #: What the product holds from us, by kind and id; None: unknown (replace next time).
-        self.pushed: dict[str, dict[str, dict[str, Any]]] | None = None
+        self.translator = Translator(scheduler_name, unique_app_ids=unique_app_ids)
+        #: False until a push succeeded, and again after one failed: the next is a replace.
+        self.in_step = False
         #: The partition's config (queues, placement rules); None until read from the product.
         self.config: dict[str, Any] | None = None
         #: Queues YuniKorn would create for the applications seen at the last push.
         self.dynamic_queues: dict[str, dict[str, Any]] = {}
+        #: The ``dynamic_queues`` items the product holds from the last successful push, by path
+        #: (a push drops one only by not listing it in a replace).
+        self.pushed_dynamic: dict[str, dict[str, Any]] = {}
         self.last_push_at: datetime | None = None
         self.lag_seconds: float | None = None
         self.counts: dict[str, int] = {}
@@ -73,94 +77,67 @@ class StateSync:
 
     @property
     def due(self) -> bool:
-        return self.cache.ready and (
-            self.stale or self.pushed is None or self.cache.changed.is_set()
-        )
+        return self.cache.ready and (self.stale or not self.in_step or self.cache.changed.is_set())
 
     def push(self) -> dict[str, Any] | None:
         """Push what changed; returns the product's answer, or None when nothing had to go."""
         if self.config is None:
             self.refresh_queues()
         assert self.config is not None
-        objects, since = self.cache.snapshot()
+        changes, since = self.cache.take_changes()
         self.stale = False
-        annotations = {
-            kind: {obj.metadata.name: dict(obj.metadata.annotations or {}) for obj in objects[kind]}
-            for kind in (NAMESPACES, PRIORITY_CLASSES)
-        }
-        state = translate(
-            objects[NODES],
-            objects[PODS],
-            objects[BUDGETS],
-            scheduler_name=self.scheduler_name,
-            reading=Reading(
-                self.config,
-                annotations[NAMESPACES],
-                self.unique_app_ids,
-                annotations[PRIORITY_CLASSES],
-            ),
-        )
+        state = self.translator.update(changes, self.config)
         self.dynamic_queues = state.dynamic_queues
         self._log_skipped(state)
-        body = self._body(state)
-        if body is None:
+        dynamic = state.dynamic_items()
+        # A dynamic queue that is gone leaves the product only through a replace push.
+        replace = not self.in_step or bool(set(self.pushed_dynamic) - set(dynamic))
+        body = None if replace else self._delta(dynamic)
+        if not replace and not body:
+            self.translator.pushed()
             self._done(state, since)
             return None
         try:
-            answer = self.product.push_state(body)
+            if replace:
+                answer = self.replacer.push(
+                    {**self.translator.everything(), DYNAMIC: list(dynamic.values())}
+                )
+            else:
+                answer = self.product.push_state(body or {})
         except ProductError as error:
             # Not pushed: try again next interval, as a replace push (the product may hold a
             # part of it, or nothing), with the queues read again if they were the problem.
-            self.pushed = None
+            self.in_step = False
+            self.translator.pushed()  # the replace sends everything; no journal needed
             self.cache.changed.set()
             if since is not None:
                 self.cache.dirty_since = min(since, self.cache.dirty_since or since)
             if error.status == 400:
                 self.config = None
             raise
+        self.translator.pushed()
         self._done(state, since)
-        self.pushed = {kind: dict(getattr(state, kind)) for kind in BODY_KINDS}
-        self.pushed[DYNAMIC] = state.dynamic_items()
+        self.pushed_dynamic = dynamic
+        self.in_step = True
         self.pushes += 1
         return answer
 
     def _done(self, state: ClusterState, since: float | None) -> None:
         self.counts = state.counts()
-        self.skipped = state.skipped
+        self.skipped = dict(state.skipped)
         if since is not None:
             self.lag_seconds = round(time.monotonic() - since, 3)
             self.last_push_at = datetime.now(UTC)
         elif self.last_push_at is None:
             self.last_push_at = datetime.now(UTC)
 
-    def _body(self, state: ClusterState) -> dict[str, Any] | None:
-        """A replace push when the product's state is unknown or a dynamic queue is gone (a
-        push removes those only by not listing them in a replace); else a delta."""
-        dynamic = state.dynamic_items()
-        if self.pushed is None or set(self.pushed[DYNAMIC]) - set(dynamic):
-            body: dict[str, Any] = {
-                kind: list(getattr(state, kind).values()) for kind in BODY_KINDS
-            }
-            body[DYNAMIC] = list(dynamic.values())
-            body["replace"] = True
-            return body
-        body = {}
-        before_dynamic = self.pushed[DYNAMIC]
-        added = [item for path, item in dynamic.items() if before_dynamic.get(path) != item]
-        if added:  # before the tasks they hold: the product checks the body as a whole
-            body[DYNAMIC] = added
-        remove: dict[str, list[str]] = {}
-        for kind in BODY_KINDS:
-            now, before = getattr(state, kind), self.pushed[kind]
-            changed = [item for key, item in now.items() if before.get(key) != item]
-            gone = sorted(key for key in before if key not in now)
-            if changed:
-                body[kind] = changed
-            if gone:
-                remove[kind] = gone
-        if remove:
-            body["remove"] = remove
-        return body or None
+    def _delta(self, dynamic: dict[str, dict[str, Any]]) -> dict[str, Any]:
+        """What changed since the last push: the translator's journal, with the dynamic queues
+        that are new or changed first (before the tasks they hold: the product checks the body
+        as a whole)."""
+        body = self.translator.delta()
+        changed = [item for path, item in dynamic.items() if self.pushed_dynamic.get(path) != item]
+        return {DYNAMIC: changed, **body} if changed else body
 
     def _log_skipped(self, state: ClusterState) -> None:
         new = set(state.skipped) - set(self.skipped)
@@ -172,6 +149,6 @@ class StateSync:
     def lag_now(self) -> float | None:
         """Seconds the oldest change not pushed yet has waited, else the last push's lag."""
         since = self.cache.dirty_since
-        if since is not None and self.pushed is not None:
+        if since is not None and self.in_step:
             return round(max(self.lag_seconds or 0.0, time.monotonic() - since), 3)
         return self.lag_seconds

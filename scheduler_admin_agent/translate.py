@@ -85,6 +85,12 @@ from fractions import Fraction
 from typing import Any
 
 from preemption.placement import Application, Placer, UserGroup
+from scheduler_admin_agent.podresources import (  # noqa: F401 (re-exported)
+    _MEMO,
+    _add,
+    pod_requests,
+    task_resources,
+)
 from scheduler_admin_agent.quantities import QuantityError, parse_quantity, product_resources
 
 #: Longest id the product stores (``scheduler_admin.base.limits.CLUSTER_ID_MAX_LENGTH``).
@@ -305,126 +311,6 @@ def _owner(obj: Any) -> Any | None:
     return owners[0] if owners else None
 
 
-# --- Resources -----------------------------------------------------------------------------
-
-
-def _container_requests(container: Any) -> dict[str, Fraction]:
-    resources = container.resources
-    if resources is None:
-        return {}
-    stated = dict(resources.limits or {})
-    stated.update(resources.requests or {})  # a limit stands in for a missing request
-    return {name: parse_quantity(value) for name, value in stated.items()}
-
-
-def _add(total: dict[str, Fraction], amount: Mapping[str, Fraction]) -> None:
-    for name, value in amount.items():
-        total[name] = total.get(name, Fraction(0)) + value
-
-
-def _parsed(resources: Mapping[str, str] | None) -> dict[str, Fraction]:
-    return {name: parse_quantity(value) for name, value in (resources or {}).items()}
-
-
-def _larger(total: dict[str, Fraction], amount: Mapping[str, Fraction]) -> None:
-    for name, value in amount.items():
-        total[name] = max(total.get(name, value), value)
-
-
-#: Pod-level requests Kubernetes supports (``IsSupportedPodLevelResource``).
-POD_LEVEL_RESOURCES = frozenset({"cpu", "memory"})
-
-
-def _resize_infeasible(pod: Any) -> bool:
-    status = pod.status
-    if status is None:
-        return False
-    if status.resize == "Infeasible":
-        return True
-    return any(
-        condition.type == "PodResizePending" and condition.reason == "Infeasible"
-        for condition in status.conditions or []
-    )
-
-
-def _statuses(pod: Any) -> dict[str, Any]:
-    status = pod.status
-    if status is None:
-        return {}
-    found = {item.name: item for item in status.container_statuses or []}
-    found.update({item.name: item for item in status.init_container_statuses or []})
-    return found
-
-
-def _container_in_use(container: Any, status: Any, infeasible: bool) -> dict[str, Fraction]:
-    """k8shim's ``computeContainerResource``: the larger of the spec's request, the allocated
-    resources and the actual ones of an in-place resize; only the actual ones when the resize
-    is infeasible."""
-    actual = status.resources.requests if status is not None and status.resources else None
-    if status is not None and infeasible and status.resources is not None:
-        return _parsed(actual)
-    amount = _container_requests(container)
-    if status is not None:
-        _larger(amount, _parsed(status.allocated_resources))
-        _larger(amount, _parsed(actual))
-    return amount
-
-
-def pod_requests(pod: Any) -> dict[str, Fraction]:
-    """What YuniKorn charges for a pod (k8shim's ``GetPodResource``, the Kubernetes effective
-    request): the containers (restartable init containers, i.e. sidecars, included), at least
-    each init container (plus the sidecars started before it), each container as the larger of
-    its spec, allocated and actual resources (in-place resize); pod-level requests
-    (``spec.resources``) replace the sum for the types they set; plus the pod overhead."""
-    spec = pod.spec
-    statuses = _statuses(pod)
-    infeasible = _resize_infeasible(pod)
-    total: dict[str, Fraction] = {}
-    for container in spec.containers or []:
-        _add(total, _container_in_use(container, statuses.get(container.name), infeasible))
-    sidecars: dict[str, Fraction] = {}
-    init_peak: dict[str, Fraction] = {}
-    for container in spec.init_containers or []:
-        amount = _container_in_use(container, statuses.get(container.name), infeasible)
-        if container.restart_policy == "Always":  # a sidecar runs beside the app containers
-            _add(total, amount)
-            _add(sidecars, amount)
-            during = dict(sidecars)
-        else:
-            during = dict(sidecars)
-            _add(during, amount)
-        _larger(init_peak, during)
-    _larger(total, init_peak)
-    pod_level = spec.resources.requests if spec.resources is not None else None
-    for name, value in _parsed(pod_level).items():
-        if name in POD_LEVEL_RESOURCES or name.startswith("hugepages-"):
-            total[name] = value
-    _add(total, _parsed(spec.overhead))
-    return total
-
-
-#: A pod's resources by (uid, resourceVersion): a pod's version changes with every write to
-#: it, so an unchanged pod's quantities are parsed once, not at every push. Bounded: cleared
-#: when it passes ``_MEMO_LIMIT`` entries (pods that changed or went leave old entries).
-_MEMO: dict[tuple[str, str], dict[str, int | str]] = {}
-_MEMO_LIMIT = 400_000
-
-
-def task_resources(pod: Any) -> dict[str, int | str]:
-    """The pod's request in the product's units, with ``pods: 1``."""
-    meta = pod.metadata
-    key = (meta.uid, meta.resource_version) if meta.uid and meta.resource_version else None
-    if key is not None and key in _MEMO:
-        return dict(_MEMO[key])
-    resources = product_resources(pod_requests(pod))
-    resources["pods"] = 1
-    if key is not None:
-        if len(_MEMO) >= _MEMO_LIMIT:
-            _MEMO.clear()
-        _MEMO[key] = dict(resources)
-    return resources
-
-
 # --- Nodes ---------------------------------------------------------------------------------
 
 
@@ -615,6 +501,31 @@ def several_budgets_id(namespace: str, names: list[str]) -> str:
     return f"{namespace}/several-budgets-{digest}"
 
 
+def pod_kind(pod: Any, scheduler_name: str) -> str:
+    """How a pod counts: ``ours`` (a task), ``gated`` (ours, behind scheduling gates: left out
+    with the reason), ``occupies`` (another scheduler's pod bound to a node: it takes part of
+    that node) or ``""`` (nothing: finished, or another scheduler's unbound pod)."""
+    if not is_active(pod):
+        return ""
+    if is_ours(pod, scheduler_name):
+        return "gated" if scheduling_gates(pod) else "ours"
+    return "occupies" if pod.spec.node_name else ""
+
+
+def gated_reason(pod: Any) -> str:
+    return f"waits for scheduling gates ({', '.join(scheduling_gates(pod))}): not demand yet"
+
+
+def occupied_by(pod: Any) -> dict[str, Fraction] | None:
+    """What another scheduler's bound pod takes of its node (None: unreadable, not counted)."""
+    try:
+        used = pod_requests(pod)
+    except QuantityError:
+        return None
+    used["pods"] = used.get("pods", Fraction(0)) + 1  # one of the node's pod slots
+    return used
+
+
 def translate(
     nodes: Iterable[Any],
     pods: Iterable[Any],
@@ -636,23 +547,15 @@ def translate(
     ours: list[Any] = []
     occupied: dict[str, dict[str, Fraction]] = {}
     for pod in pods:
-        if not is_active(pod):
-            continue
-        if is_ours(pod, scheduler_name):
-            gates = scheduling_gates(pod)
-            if gates:
-                state.skipped[pod_id(pod)] = (
-                    f"waits for scheduling gates ({', '.join(gates)}): not demand yet"
-                )
-            else:
-                ours.append(pod)
-        elif pod.spec.node_name:
-            try:
-                used = pod_requests(pod)
-                used["pods"] = used.get("pods", Fraction(0)) + 1  # one of the node's pod slots
+        kind = pod_kind(pod, scheduler_name)
+        if kind == "gated":
+            state.skipped[pod_id(pod)] = gated_reason(pod)
+        elif kind == "ours":
+            ours.append(pod)
+        elif kind == "occupies":
+            used = occupied_by(pod)
+            if used is not None:
                 _add(occupied.setdefault(pod.spec.node_name, {}), used)
-            except QuantityError:
-                continue
     for node in sorted(nodes, key=lambda node: node.metadata.name):
         state.nodes[node.metadata.name] = node_item(node, occupied.get(node.metadata.name))
 
@@ -670,58 +573,98 @@ def translate(
     app_queue = place_applications(by_app, reading, state)
     for app, pods in sorted(by_app.items()):
         queue, not_placed = app_queue[app]
-        gang = any(TASK_GROUP_ANNOTATION in _annotations(pod) for pod in pods)
+        gang = is_gang(pods)
         for pod in pods:
+            kind, item = task_item(
+                pod,
+                AppFacts(app, queue, not_placed, gang, pod.metadata.uid in first_pods),
+                node_names,
+                budgets_by_namespace,
+                reading,
+            )
             task_id = pod_id(pod)
-            reason = not_placed or _unplaceable(pod, app, node_names)
-            if reason:
-                state.skipped[task_id] = reason
-                continue
-            try:
-                resources = task_resources(pod)
-            except QuantityError as error:
-                state.skipped[task_id] = f"resources: {error}"
-                continue
-            item: dict[str, Any] = {
-                "id": task_id,
-                "app": app,
-                "queue": queue,
-                "user": pod_user(pod).user[:ID_MAX_LENGTH],
-                "resources": resources,
-                "priority": pod.spec.priority or 0,
-                # A terminating pod is on its way out: never a victim again.
-                "allow_preemption": allow_preemption(pod, reading.priority_classes)
-                and not is_terminating(pod),
-            }
-            if gang:
-                item["job"] = app
-            daemon_node = required_node(pod)
-            if daemon_node and daemon_node in node_names:
-                item["required_node"] = daemon_node
-            if pod.spec.node_name:
-                status = pod.status
-                item["node"] = pod.spec.node_name
-                item["originator"] = pod.metadata.uid in first_pods
-                item["created_at"] = when((status.start_time if status else None) or _created(pod))
-                if status and status.qos_class:
-                    item["qos"] = status.qos_class
-                budgets = _budgets_of(pod, budgets_by_namespace)
-                if len(budgets) == 1:
-                    item["pdb"] = budgets[0]
-                elif budgets:
-                    several = several_budgets_id(pod.metadata.namespace, budgets)
-                    state.budgets[several] = {"name": several, "allowed_disruptions": 0}
-                    item["pdb"] = several
-                state.allocations[task_id] = item
+            if kind == "skipped":
+                state.skipped[task_id] = item
             else:
-                item["created_at"] = when(_created(pod))
-                item["preemption_policy"] = pod.spec.preemption_policy or "PreemptLowerPriority"
-                nominated = pod.status.nominated_node_name if pod.status else None
-                if nominated and nominated in node_names:
-                    item["node"] = nominated
-                item.update(eligibility_fields(pod))
-                state.asks[task_id] = item
+                if "pdb" in item and item["pdb"] not in state.budgets:
+                    state.budgets[item["pdb"]] = several_budgets_item(item["pdb"])
+                getattr(state, kind)[task_id] = item
     return state
+
+
+def is_gang(pods: Iterable[Any]) -> bool:
+    """A gang (one job per application): any pod carries a task-group annotation."""
+    return any(TASK_GROUP_ANNOTATION in _annotations(pod) for pod in pods)
+
+
+def several_budgets_item(name: str) -> dict[str, Any]:
+    return {"name": name, "allowed_disruptions": 0}
+
+
+@dataclass(frozen=True)
+class AppFacts:
+    """What a task reads of its application (the same for all its pods but ``originator``)."""
+
+    app: str
+    queue: str
+    not_placed: str
+    gang: bool
+    originator: bool
+
+
+def task_item(
+    pod: Any,
+    facts: AppFacts,
+    node_names: set[str] | Mapping[str, Any],
+    budgets_by_namespace: Mapping[str, list[Any]],
+    reading: Reading,
+) -> tuple[str, Any]:
+    """One of our pods: ``("allocations"|"asks", item)`` or ``("skipped", reason)``. A pod under
+    several budgets names the synthetic budget (``several_budgets_id``) the caller must push."""
+    app = facts.app
+    reason = facts.not_placed or _unplaceable(pod, app, node_names)
+    if reason:
+        return "skipped", reason
+    try:
+        resources = task_resources(pod)
+    except QuantityError as error:
+        return "skipped", f"resources: {error}"
+    item: dict[str, Any] = {
+        "id": pod_id(pod),
+        "app": app,
+        "queue": facts.queue,
+        "user": pod_user(pod).user[:ID_MAX_LENGTH],
+        "resources": resources,
+        "priority": pod.spec.priority or 0,
+        # A terminating pod is on its way out: never a victim again.
+        "allow_preemption": allow_preemption(pod, reading.priority_classes)
+        and not is_terminating(pod),
+    }
+    if facts.gang:
+        item["job"] = app
+    daemon_node = required_node(pod)
+    if daemon_node and daemon_node in node_names:
+        item["required_node"] = daemon_node
+    if pod.spec.node_name:
+        status = pod.status
+        item["node"] = pod.spec.node_name
+        item["originator"] = facts.originator
+        item["created_at"] = when((status.start_time if status else None) or _created(pod))
+        if status and status.qos_class:
+            item["qos"] = status.qos_class
+        budgets = _budgets_of(pod, budgets_by_namespace)
+        if len(budgets) == 1:
+            item["pdb"] = budgets[0]
+        elif budgets:
+            item["pdb"] = several_budgets_id(pod.metadata.namespace, budgets)
+        return "allocations", item
+    item["created_at"] = when(_created(pod))
+    item["preemption_policy"] = pod.spec.preemption_policy or "PreemptLowerPriority"
+    nominated = pod.status.nominated_node_name if pod.status else None
+    if nominated and nominated in node_names:
+        item["node"] = nominated
+    item.update(eligibility_fields(pod))
+    return "asks", item
 
 
 def place_applications(

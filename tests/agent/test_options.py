@@ -63,6 +63,16 @@ def test_flags_win_over_the_environment(token_file: Path) -> None:
             "--interval",
         ),
         (
+            ["--api", "http://x", "--partition", "p", "--page-items", "0"],
+            {"AGENT_TOKEN": "t"},
+            "--page-items",
+        ),
+        (
+            ["--api", "http://x", "--partition", "p"],
+            {"AGENT_TOKEN": "t", "AGENT_PAGE_ITEMS": "lots"},
+            "--page-items",
+        ),
+        (
             ["--api", "http://x", "--partition", "p", "--webhook-listen", "x"],
             {"AGENT_TOKEN": "t"},
             "HOST:PORT",

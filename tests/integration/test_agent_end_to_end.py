@@ -11,6 +11,7 @@ message). Each test names the claim of docs/reference/cluster-agent.md it shows.
 from __future__ import annotations
 
 import json
+import re
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -32,6 +33,7 @@ from scheduler_admin.cluster.models import (
     DisruptionBudget,
     DynamicQueue,
     Node,
+    ReplacementPage,
 )
 from scheduler_admin.enforcement.models import (
     EvictionOrder,
@@ -399,6 +401,29 @@ def test_a_cluster_of_50_nodes_and_2000_pods_appears_in_one_push(stack: Stack) -
     agent = ClusterAgent.objects.get(name="e2e-agent")
     assert agent.cluster == "kind-e2e"
     assert agent.counts["allocations"] == summary["bound"]
+
+
+def test_a_cluster_larger_than_a_page_is_replaced_in_pages_then_kept_by_deltas(
+    stack: Stack,
+) -> None:
+    """At 400 items a page, 50 nodes and 2,000 pods go as several pages of one replacement
+    (applied once, on its last page); later changes go as deltas, not as a new replacement."""
+    cluster = fixtures.cluster(nodes=50, pods=2000)
+    stack.kube.load(cluster)
+    agent = stack.agent("--page-items", "400")
+    stack.wait(lambda: converged(stack.kube), "the paged replacement never arrived", 120)
+    assert re.search(r"replaced the partition's state: \d+ items in [2-9]\d* pages of up to 400",
+                     agent.log_text())  # fmt: skip
+    [ingest] = AuditEvent.objects.filter(kind=AuditKind.STATE_INGESTED)
+    assert ingest.data["replace"] is True
+    assert ingest.data["changed"]["allocations"]["created"] == cluster["summary"]["bound"]
+    assert not ReplacementPage.objects.exists()  # the kept pages went with the last one
+    bound = [pod for pod in yunikorn_pods(stack.kube) if pod["spec"].get("nodeName")]
+    for pod in bound[:5]:
+        stack.kube.delete("pods", pod["metadata"]["name"], pod["metadata"]["namespace"])
+    stack.wait(lambda: converged(stack.kube), "the deletions were never pushed")
+    latest = AuditEvent.objects.filter(kind=AuditKind.STATE_INGESTED).latest("id")
+    assert not latest.data.get("replace")  # a delta, translated from the watch events
 
 
 # --- Evictions out --------------------------------------------------------------------------------

@@ -28,6 +28,8 @@ import pytest
 import yaml
 from kubernetes_validate.utils import all_versions
 
+from scheduler_admin_agent.memory import needed_bytes
+from scheduler_admin_agent.quantities import parse_quantity
 from tests.support.compose import load_compose, service
 from tests.support.processes import PROJECT_DIR
 
@@ -416,6 +418,17 @@ def test_the_pod_is_locked_down(manifests: list[Manifest]) -> None:
     assert set(resources["requests"]) == set(resources["limits"]) == {"cpu", "memory"}
     namespace = the(manifests, "Namespace")
     assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+
+
+def test_the_agents_memory_limit_holds_a_cluster_of_kubernetes_documented_size(
+    manifests: list[Manifest],
+) -> None:
+    """The Deployment's limit is at least what the agent itself asks for 5,000 nodes and
+    150,000 pods (``memory.needed_bytes``, from the benchmark), so it starts there."""
+    resources = agent_container(manifests)["resources"]
+    limit = parse_quantity(resources["limits"]["memory"])
+    assert limit >= needed_bytes(5000, 150_000)
+    assert parse_quantity(resources["requests"]["memory"]) <= limit
 
 
 def test_the_agent_is_probed_on_its_own_health_and_never_preempted(

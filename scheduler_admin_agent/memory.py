@@ -1,0 +1,86 @@
+"""Refuse to start under a memory limit too small for the cluster.
+
+The agent holds every node and pod of the cluster (``kube.ClusterCache``) and their
+translation; at Kubernetes' documented size that is a few GiB. A limit below that gets the
+container OOM-killed during its first list, restarted, and killed again, in a loop that says
+nothing useful. So before it lists, the agent counts the pods and nodes (one list call of one
+object each: the API server answers ``remainingItemCount``), estimates what it will need
+(``needed_bytes``, from the measurements in ``docs/reference/cluster-agent.md``, "Sizing"), and
+stops with a message naming both numbers when the cgroup's limit (``memory.max``) is lower.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+#: Where cgroup v2 tells a container its memory limit ("max": none).
+MEMORY_MAX = "/sys/fs/cgroup/memory.max"
+#: What the agent holds before it lists anything (interpreter, clients), bytes.
+BASE_BYTES = 100 * 2**20
+#: What one pod and one node cost once listed and translated (measured peak, rounded up).
+POD_BYTES = 16 * 2**10
+NODE_BYTES = 24 * 2**10
+#: Room above the estimate for the peak of a re-list (old and new objects held at once).
+HEADROOM = 1.25
+
+
+def needed_bytes(nodes: int, pods: int) -> int:
+    return int((BASE_BYTES + POD_BYTES * pods + NODE_BYTES * nodes) * HEADROOM)
+
+
+def memory_limit(path: str = MEMORY_MAX) -> int | None:
+    """The cgroup's memory limit in bytes; None when there is none ("max", no file)."""
+    try:
+        text = Path(path).read_text(encoding="ascii").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def count(list_call: Callable[..., Any]) -> int | None:
+    """How many objects a list has, from one page of one object (None: the server did not
+    say, as it does not for a list with a selector)."""
+    response = list_call(limit=1, _preload_content=False, _request_timeout=(10, 60))
+    try:
+        page = json.loads(response.data)
+    finally:
+        response.release_conn()
+    items = len(page.get("items") or [])
+    meta = page.get("metadata") or {}
+    if meta.get("continue") and meta.get("remainingItemCount") is None:
+        return None
+    return items + int(meta.get("remainingItemCount") or 0)
+
+
+def too_small(
+    count_nodes: Callable[[], int | None],
+    count_pods: Callable[[], int | None],
+    path: str = MEMORY_MAX,
+) -> str | None:
+    """Why the agent must not start (None: the limit is enough, or there is none)."""
+    limit = memory_limit(path)
+    if limit is None:
+        return None
+    nodes, pods = count_nodes(), count_pods()
+    if nodes is None or pods is None:
+        logger.warning("the API server did not say how many objects it holds: memory not checked")
+        return None
+    needed = needed_bytes(nodes, pods)
+    if limit >= needed:
+        logger.info(
+            "memory: %d nodes and %d pods need about %d MiB; the limit is %d MiB",
+            nodes, pods, needed // 2**20, limit // 2**20,
+        )  # fmt: skip
+        return None
+    return (
+        f"the cluster has {nodes} nodes and {pods} pods: the agent needs about "
+        f"{needed // 2**20} MiB of memory to hold them, and its memory limit ({path}) is "
+        f"{limit // 2**20} MiB. Raise the agent's memory limit to at least {needed // 2**20} MiB "
+        "(the cluster agent reference, Sizing) rather than have it killed while it lists."
+    )
