@@ -19,6 +19,8 @@ NIGHTLY_PAGE = f"/partitions/default/queues/{NIGHTLY}/"
 
 
 def test_a_decrease_waits_for_another_admin_who_approves_it(signed_in_page, live_stack):
+    """Slow (about 20-30 s): two admins in two browser contexts, the request page's live preview
+    and the confirmation, in Chromium."""
     partition = import_demo()
     nightly_tasks(partition)
     services.update_partition_settings(

@@ -45,6 +45,8 @@ def same_document(page: Page) -> bool:
 def test_the_dashboard_and_the_queue_page_follow_a_timer_until_the_queue_is_within_max(
     signed_in_page, live_stack
 ):
+    """Slow (about 20-30 s): it waits for the quota delay, beat's sweep and the run with the real
+    worker, watching the pages update themselves."""
     demo_with_nightly_tasks(delay="1h")
     timer = lower_nightly_max()
 
