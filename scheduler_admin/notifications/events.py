@@ -2,8 +2,8 @@
 
 Each kind is ``VALUE = "area.what", "Label"``. Most are read from the audit log by the sweep
 (``sweep.py``: a run's or a timer's audit event maps to at most one kind, ``kind_of_audit``);
-``agent.stale`` comes from the agents' heartbeats; ``change_request.waiting`` has no source here
-yet: the app that keeps change requests calls ``fanout.notify`` with it.
+``agent.stale`` comes from the agents' heartbeats; ``change_request.waiting`` from the audit
+event of a change held for approval (``change.requested``, written by ``queues.approval_gate``).
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ def kind_of_audit(kind: str, data: dict[str, Any]) -> EventKind | None:
         return EventKind.RUN_FAILED
     if kind == "run.stopped":
         return EventKind.RUN_STOPPED
+    if kind == "change.requested":
+        return EventKind.CHANGE_REQUEST_WAITING
     if kind == "run.finished":
         outcome = data.get("outcome")
         if outcome == "short":
@@ -91,4 +93,5 @@ AUDIT_KINDS = (
     "run.failed",
     "run.stopped",
     "run.finished",
+    "change.requested",
 )

@@ -23,6 +23,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.db import DatabaseError, transaction
 from django.db.models import Max
+from django.urls import reverse
 
 from scheduler_admin.agents.models import ClusterAgent
 from scheduler_admin.audit.models import AuditEvent
@@ -79,13 +80,16 @@ def _from_audit(row: AuditEvent, kind: EventKind) -> Event:
     run_id = None
     if row.object_type == "run" and row.object_id.isdigit():
         run_id = int(row.object_id)
+    link = event_link(partition=row.partition_name, queue_path=row.queue_path, run_id=run_id)
+    if row.object_type == "change_request" and row.object_id.isdigit():
+        link = reverse("change-request", args=[row.partition_name, int(row.object_id)])
     return Event(
         kind=kind,
         key=f"audit:{row.pk}",
         partition=row.partition_name,
         queue_path=row.queue_path,
         summary=row.summary,
-        link=event_link(partition=row.partition_name, queue_path=row.queue_path, run_id=run_id),
+        link=link,
         audit_event_id=row.pk,
     )
 

@@ -334,3 +334,35 @@ def test_old_sent_and_failed_messages_are_pruned_and_pending_ones_kept(settings)
         )  # fmt: skip
     assert delivery.prune(now) == 2
     assert sorted(Notification.objects.values_list("event_key", flat=True)) == ["k2", "k3"]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_change_held_for_approval_tells_the_admins_who_subscribed(receivers):
+    """A decrease held by the approval setting is a "change request waiting" event, sent with
+    a link to the request's page."""
+    smtp, _chat = receivers
+    make_partition()
+    config_services.update_partition_settings(
+        "default", actor=None, comment="four eyes", approval="decreases"
+    )
+    sweep.sweep_events(timezone.now())  # the cursor starts at the log's end
+    ann = user_with_role("ann", "admin")
+    ann.email = "ann@example.com"
+    ann.save()
+    services.create_subscription(
+        SubscriptionSpec("default", "root", ["change_request.waiting"], subtree=True), actor=ann
+    )
+    bob = user_with_role("bob", "admin")
+    batch = Partition.objects.get(name="default").queues.get(path="root.batch")
+    held = config_services.update_queue(
+        "default", "root.batch", version=batch.version, actor=bob, comment="smaller batch",
+        max={"memory": 15 * 10**9}, request_approval=True,
+    )  # fmt: skip
+    assert held.change_request is not None
+
+    tasks.send_notifications()
+
+    [mail] = mail_to(smtp, "ann@example.com")
+    assert mail["Subject"] == "Change request waiting: root.batch (default)"
+    link = f"{BASE_URL}/partitions/default/change-requests/{held.change_request.pk}/"
+    assert f"Open: {link}" in text_of(mail)
