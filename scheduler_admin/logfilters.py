@@ -6,6 +6,11 @@ received" and "Task ... succeeded". An idle system printed about 150 such lines 
 buried the lines that matter (a run started or ended, an error, the one-time admin password of
 ``make run``). The tasks themselves log at INFO only when they did something
 (``enforcement/tasks.py``); ``PeriodicTaskChatter`` lowers Celery's routine lines to DEBUG.
+
+Each entry of the schedule expires just before its next tick, so a tick whose tasks wait behind
+slower ones (one worker process, several tasks due at the same second) has its late ones
+discarded by the worker with "Discarding revoked task": routine too, since the next tick does
+the same work a few seconds later (an idle ``make run`` printed two such lines a minute).
 """
 
 from __future__ import annotations
@@ -15,6 +20,9 @@ from functools import cache
 
 #: The start of beat's line for each task it sends (``celery.beat.Scheduler.apply_entry``).
 BEAT_SENDING = "Scheduler: Sending due task"
+#: The start of the worker's line for a task that expired before it was reached
+#: (``celery.worker.request.Request.revoked``; the task name is its first argument).
+WORKER_DISCARDING = "Discarding revoked task"
 
 
 @cache
@@ -29,8 +37,9 @@ def periodic_task_names() -> frozenset[str]:
 class PeriodicTaskChatter(logging.Filter):
     """Treat Celery's INFO lines about periodic tasks as DEBUG lines.
 
-    Attached to the loggers ``celery.beat``, ``celery.worker.strategy`` ("received") and
-    ``celery.app.trace`` ("succeeded"). Celery passes each task line's context as
+    Attached to the loggers ``celery.beat``, ``celery.worker.strategy`` ("received"),
+    ``celery.worker.request`` ("discarding", an expired tick) and ``celery.app.trace``
+    ("succeeded"). Celery passes each task line's context as
     ``record.data`` for custom log handlers (``celery.app.trace.info``): its ``name`` is the task
     name. A matching INFO record becomes DEBUG and passes only if its logger is enabled for
     DEBUG (``--loglevel DEBUG``). Everything else passes unchanged: failures and retries
@@ -49,5 +58,8 @@ class PeriodicTaskChatter(logging.Filter):
     def _is_periodic(record: logging.LogRecord) -> bool:
         if isinstance(record.msg, str) and record.msg.startswith(BEAT_SENDING):
             return True  # beat sends nothing but the schedule's entries
+        if isinstance(record.msg, str) and record.msg.startswith(WORKER_DISCARDING):
+            args = record.args if isinstance(record.args, tuple) else ()
+            return bool(args) and args[0] in periodic_task_names()
         data = getattr(record, "data", None)
         return isinstance(data, dict) and data.get("name") in periodic_task_names()

@@ -557,7 +557,12 @@ CELERY_BEAT_SCHEDULE_FILE = env.str(
 # are DEBUG lines (scheduler_admin/logfilters.py); the tasks log at INFO when they did something.
 # The test profile keeps them: process tests read them to know that a sweep ran.
 LOG_PERIODIC_TASKS = env.bool("LOG_PERIODIC_TASKS", SCHEDULER_ENV == "test")
-_celery_task_loggers = ("celery.beat", "celery.worker.strategy", "celery.app.trace")
+_celery_task_loggers = (
+    "celery.beat",
+    "celery.worker.strategy",
+    "celery.worker.request",
+    "celery.app.trace",
+)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

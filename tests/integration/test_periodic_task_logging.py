@@ -4,7 +4,8 @@ true (issue 13: about 150 lines a minute of an idle ``make run`` buried the admi
 Each case runs a Python process with the product's real logging configuration (Django set up
 from ``scheduler_admin.settings``) and logs through Celery's own functions and loggers, as a
 worker and beat do: ``celery.app.trace.info`` (the "succeeded" line, with the task's context as
-``record.data``), the "received" line of ``celery.worker.strategy`` and beat's "Sending due task".
+``record.data``), the "received" line of ``celery.worker.strategy``, the "Discarding revoked
+task" line of ``celery.worker.request`` (a tick that expired) and beat's "Sending due task".
 ``test_run_script.py`` checks the same on a running product (an idle minute stays quiet).
 """
 
@@ -32,9 +33,11 @@ def context(name):
             "runtime": 0.01, "args": "()", "kwargs": "{{}}"}}
 
 received = logging.getLogger("celery.worker.strategy")
+discarding = logging.getLogger("celery.worker.request")
 for name in ({SWEEP!r}, {RUN!r}):
     received.info(trace.LOG_RECEIVED, context(name), extra={{"data": context(name)}})
     trace.info(trace.LOG_SUCCESS, context(name))
+    discarding.info("Discarding revoked task: %s[%s]", name, "id-" + name.rsplit(".", 1)[1])
 logging.getLogger("celery.beat").info(
     "Scheduler: Sending due task %s (%s)", "sweep-due-quota-timers", {SWEEP!r})
 failure = {{**context({SWEEP!r}), "description": "raised unexpected", "exc": "boom"}}
@@ -65,6 +68,7 @@ def test_periodic_task_lines_are_hidden_and_everything_else_is_shown():
     assert lines == [
         f"INFO celery.worker.strategy: Task {RUN}[id-execute_run] received",
         f"INFO celery.app.trace: Task {RUN}[id-execute_run] succeeded in 0.01s: None",
+        f"INFO celery.worker.request: Discarding revoked task: {RUN}[id-execute_run]",
         f"ERROR celery.app.trace: Task {SWEEP}[id-sweep_due_quota_timers] raised unexpected: boom",
     ]
 
@@ -82,4 +86,8 @@ def test_periodic_task_lines_show_at_debug_level_or_when_asked(variables, level)
     assert f"{level} celery.worker.strategy: Task {SWEEP}[id-sweep_due_quota_timers] received" in (
         lines
     )
-    assert len(lines) == 6
+    assert (
+        f"{level} celery.worker.request: Discarding revoked task: "
+        f"{SWEEP}[id-sweep_due_quota_timers]"
+    ) in lines
+    assert len(lines) == 8
