@@ -46,7 +46,9 @@ def read_dynamic_queues(
     kept in ``checker`` by path (``dynamic_queues[2].template.resources.max.memory``). The
     dynamic leaves, those of the body and the ``stored`` ones it keeps, join ``checker.leaves``."""
     raws = checker.items(value, "dynamic_queues")
-    tree = configured_tree(config)
+    # The configured tree costs a walk of every queue (some 0.15 s at 5,000 queues): only a
+    # body that lists dynamic queues needs it, and most pushes (deltas, empty pushes) list none.
+    tree = configured_tree(config) if raws else None
     #: lower-cased path -> (path, leaf) of the dynamic queues a queue of the body may sit under.
     known: dict[str, tuple[str, bool]] = {row.path.lower(): (row.path, row.leaf) for row in stored}
     read: list[tuple[int, str, bool, dict[str, Any]]] = []
