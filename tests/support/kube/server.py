@@ -111,10 +111,12 @@ Test controls (on ``ClusterState``, the storage this server inherits, and here):
 ``add``/``update``/``edit``/``delete``/``get``/``objects`` of any object, ``load(cluster)``,
 ``terminate`` (graceful pod deletion), ``reap``, ``set_pdb_allowed``, ``edit_configmap``,
 ``end_watches``, ``compact``, ``send_bookmarks``, ``wait_for_watches``, ``watch_count``,
-``resource_version``, ``fail_next``; records: ``requests`` (method, path, query, body, status,
-content type; logged before the answer is written), ``evictions()``, ``eviction_log()``,
-``eviction_attempts()``. Writes through the test API are what controllers and kubelets do: they
-always bump the resource version and skip the REST rules (spec immutability, preconditions).
+``resource_version``, ``fail_next``, ``hold_watches``, ``at_list_page`` (an action between two
+pages of a client's list, e.g. writes and a compaction), ``peek`` (the stored objects
+uncopied); records: ``requests`` (method, path, query, body, status, content type; logged
+before the answer is written), ``evictions()``, ``eviction_log()``, ``eviction_attempts()``.
+Writes through the test API are what controllers and kubelets do: they always bump the resource
+version and skip the REST rules (spec immutability, preconditions).
 """
 
 from __future__ import annotations

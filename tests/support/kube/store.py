@@ -10,7 +10,7 @@ import bisect
 import itertools
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from tests.support.kube.admission import (
@@ -87,6 +87,10 @@ class StoreBase:
         self._reaper_wake = threading.Condition(self._lock)
         self._reaper: threading.Thread | None = None
         self._stopping = False
+        #: Pages answered of the latest paged list of each kind (a list without ``continue``
+        #: is page 1), and the action to run once a given page is answered (``at_list_page``).
+        self._list_pages: dict[ResourceType, int] = {}
+        self._page_actions: dict[ResourceType, tuple[int, Callable[[], object]]] = {}
 
     # --- internals: the store
 
