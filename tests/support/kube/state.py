@@ -35,6 +35,7 @@ from tests.support.kube.params import (
 from tests.support.kube.resources import (
     CONTINUE_EXPIRED,
     PODS,
+    Key,
     Obj,
     ResourceType,
     bad_request,
@@ -380,7 +381,7 @@ class ClusterState(EvictionVerbs):
             else:
                 at = self._rv
             state = self._snapshot(resource, at)
-        keys = sorted(state, key=sort_key)
+        keys = self._sorted_keys(resource, at, state)
         if start:
             keys = keys[bisect.bisect_left(keys, start, key=sort_key) :]
         selected: list[Obj] = []
@@ -396,10 +397,10 @@ class ClusterState(EvictionVerbs):
                 continue
             if limit and len(selected) == limit:
                 continue_token = encode_continue(at, sort_key(key_of(resource, selected[-1])))
-                if not labels and not fields:
-                    remaining = sum(
-                        1 for k in keys[index:] if namespace is None or k[0] == namespace
-                    )
+                if not labels and not fields and namespace is None:
+                    remaining = len(keys) - index
+                elif not labels and not fields:
+                    remaining = sum(1 for k in keys[index:] if k[0] == namespace)
                 break
             selected.append(obj)
         if limit:
@@ -415,6 +416,17 @@ class ClusterState(EvictionVerbs):
             "metadata": metadata,
             "items": [strip_type(obj) for obj in selected],
         }
+
+    def _sorted_keys(self, resource: ResourceType, at: int, state: Mapping[Key, Obj]) -> list[Key]:
+        """The keys of ``state`` (``resource`` at version ``at``) in etcd order. The last list's
+        are kept: every page of a paged list reads the same version, and which objects existed
+        at a version never changes."""
+        cached = self._keys_at
+        if cached is not None and cached[0] is resource and cached[1] == at:
+            return cached[2]
+        keys = sorted(state, key=sort_key)
+        self._keys_at = (resource, at, keys)
+        return keys
 
     def rest_watch(
         self, resource: ResourceType, namespace: str | None, query: Mapping[str, str]

@@ -91,6 +91,8 @@ class StoreBase:
         #: is page 1), and the action to run once a given page is answered (``at_list_page``).
         self._list_pages: dict[ResourceType, int] = {}
         self._page_actions: dict[ResourceType, tuple[int, Callable[[], object]]] = {}
+        #: The last list's keys in etcd order: (resource, version, keys) (``_sorted_keys``).
+        self._keys_at: tuple[ResourceType, int, list[Key]] | None = None
 
     # --- internals: the store
 
