@@ -292,9 +292,9 @@ def between_pages(api: FakeKubeAPI, churn: Churn) -> Callable[[], None]:
 
 
 def test_a_big_cluster_recovers_from_an_expired_list_and_closed_watches(stack: WebStack) -> None:
-    """Slow (about a minute on a loaded 2-core machine): 20,000 realistic pods are built,
-    listed, pushed and listed again, and each step waits for the product to hold the whole
-    cluster."""
+    """Slow (45 to 80 s on the shared 2-core machine, by its load): 20,000 realistic pods are
+    built, listed (twice, and a part a third time), pushed, and each step waits for the product
+    to hold the whole cluster."""
     api = stack.kube
     api.load((clusterdata.node(i) for i in range(NODES)), fresh=True)
     api.load((clusterdata.pod(i, NODES) for i in range(PODS)), fresh=True)
