@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import threading
+import urllib.request
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
@@ -254,6 +255,59 @@ def test_the_agent_continues_an_expired_list_and_reads_what_came_before_again() 
     assert [c["resource_version"] for c in rereads] == [version]
     listed = [r for r in api.requests if r.path == "/api/v1/pods"]
     assert [r.status for r in listed].count(410) == 1
+
+
+def test_an_action_between_two_pages_that_compacts_expires_the_lists_token() -> None:
+    """``at_list_page``: the action runs once, when page 2 of a paged list has been read and
+    before the client asks for page 3; a write and a compaction there expire the list's token,
+    and the 410's fresh token continues after page 2, at the latest version."""
+    with FakeKubeAPI() as api:
+        api.load([fixtures.pod("batch", f"a{i}") for i in range(6)])
+        core = client.CoreV1Api(api.api_client())
+        versions: list[int] = []
+
+        def act() -> None:
+            versions.append(api.resource_version)
+            api.add(fixtures.pod("batch", "z9"))
+            api.compact()
+
+        api.at_list_page("pods", 2, act)
+        core.list_pod_for_all_namespaces(limit=1)  # another list: pages are counted per list
+        first = core.list_pod_for_all_namespaces(limit=2)
+        assert versions == []
+        second = core.list_pod_for_all_namespaces(limit=2, _continue=first.metadata._continue)
+        assert [pod.metadata.name for pod in second.items] == ["a2", "a3"]
+        assert versions == [int(first.metadata.resource_version)]  # after page 2 was read
+        with pytest.raises(client.ApiException) as expired:
+            core.list_pod_for_all_namespaces(limit=2, _continue=second.metadata._continue)
+        assert expired.value.status == 410
+        fresh = json.loads(expired.value.body)["metadata"]["continue"]
+        rest = core.list_pod_for_all_namespaces(limit=10, _continue=fresh)
+        assert [pod.metadata.name for pod in rest.items] == ["a4", "a5", "z9"]
+        assert rest.metadata.resource_version == str(api.resource_version)
+        # The action ran once: a new list's page 2 runs nothing.
+        again = core.list_pod_for_all_namespaces(limit=2)
+        core.list_pod_for_all_namespaces(limit=2, _continue=again.metadata._continue)
+        assert len(versions) == 1
+
+
+def test_a_list_served_from_kept_encodings_shows_each_objects_latest_version() -> None:
+    """List items are encoded once per object version and kept: a second list gives the
+    changed object as it is now, and the body is the list the store reads."""
+    with FakeKubeAPI() as api:
+        api.load([fixtures.pod("batch", f"a{i}") for i in range(3)])
+
+        def body() -> dict:
+            with urllib.request.urlopen(f"{api.url}/api/v1/pods") as answer:  # noqa: S310
+                return json.load(answer)
+
+        body()
+        api.edit(
+            "pods", "a1", lambda p: p["metadata"].setdefault("labels", {}).update(v="2"), "batch"
+        )
+        listed = body()
+        assert listed == api.rest_list(POD_RESOURCE, None, {})
+        assert listed["items"][1]["metadata"]["labels"]["v"] == "2"
 
 
 # --- the 1 MiB limit on create, and admission webhooks

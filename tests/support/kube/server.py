@@ -111,10 +111,12 @@ Test controls (on ``ClusterState``, the storage this server inherits, and here):
 ``add``/``update``/``edit``/``delete``/``get``/``objects`` of any object, ``load(cluster)``,
 ``terminate`` (graceful pod deletion), ``reap``, ``set_pdb_allowed``, ``edit_configmap``,
 ``end_watches``, ``compact``, ``send_bookmarks``, ``wait_for_watches``, ``watch_count``,
-``resource_version``, ``fail_next``; records: ``requests`` (method, path, query, body, status,
-content type; logged before the answer is written), ``evictions()``, ``eviction_log()``,
-``eviction_attempts()``. Writes through the test API are what controllers and kubelets do: they
-always bump the resource version and skip the REST rules (spec immutability, preconditions).
+``resource_version``, ``fail_next``, ``hold_watches``, ``at_list_page`` (an action between two
+pages of a client's list, e.g. writes and a compaction), ``peek`` (the stored objects
+uncopied); records: ``requests`` (method, path, query, body, status, content type; logged
+before the answer is written), ``evictions()``, ``eviction_log()``, ``eviction_attempts()``.
+Writes through the test API are what controllers and kubelets do: they always bump the resource
+version and skip the REST rules (spec immutability, preconditions).
 """
 
 from __future__ import annotations
@@ -174,6 +176,10 @@ class _Injection:
     details: dict[str, Any] | None = None
 
 
+#: Encoded list items kept (``FakeKubeAPI._encode_list``) before the store is emptied.
+ENCODED_KEPT = 250_000
+
+
 class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -220,8 +226,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.server.api._serve(self, "DELETE")
 
 
-def _write_json(handler: BaseHTTPRequestHandler, code: int, payload: Any) -> None:
-    data = json.dumps(payload, separators=(",", ":")).encode()
+def _write_json(
+    handler: BaseHTTPRequestHandler, code: int, payload: Any, data: bytes | None = None
+) -> None:
+    """Answer ``payload`` as JSON (``data``: its encoding, when the caller has it)."""
+    if data is None:
+        data = json.dumps(payload, separators=(",", ":")).encode()
     handler.send_response(code)
     handler.send_header("Audit-Id", str(uuid.uuid4()))
     handler.send_header("Cache-Control", "no-cache, private")
@@ -278,6 +288,8 @@ class FakeKubeAPI(ClusterState):
         self._connections: set[socket.socket] = set()
         self._log: list[RecordedRequest] = []
         self._injections: list[_Injection] = []
+        #: List items' JSON by (list kind, namespace, name, resourceVersion): ``_encode_list``.
+        self._encoded: dict[tuple[Any, ...], bytes] = {}
         #: An object with ``check(method, path, query)`` that raises a 403 ApiError for a
         #: request the caller is not granted; None: everything is allowed.
         self.authorizer: Any = None
@@ -493,9 +505,39 @@ class FakeKubeAPI(ClusterState):
             if isinstance(result, WatchPlan):
                 self._stream(handler, result)
             else:
-                _write_json(handler, *result)
+                _write_json(handler, *result, self._encode_list(result[1]))
         except OSError:
             handler.close_connection = True
+
+    def _encode_list(self, payload: Any) -> bytes | None:
+        """The JSON of a list answer, its items encoded once per object version and kept (as
+        the watch cache keeps an object's serialization, ``cachingObject``): a client that lists
+        a big cluster again costs the server no new encoding. None for any other answer."""
+        if not (isinstance(payload, dict) and str(payload.get("kind", "")).endswith("List")):
+            return None
+        items = payload.get("items")
+        if not isinstance(items, list):
+            return None
+        parts: list[bytes] = []
+        for item in items:
+            meta = item.get("metadata") or {}
+            key = (
+                payload["kind"],
+                meta.get("namespace"),
+                meta.get("name"),
+                meta.get("resourceVersion"),
+            )
+            data = self._encoded.get(key)
+            if data is None:
+                data = json.dumps(item, separators=(",", ":")).encode()
+                if len(self._encoded) >= ENCODED_KEPT:
+                    self._encoded.clear()
+                self._encoded[key] = data
+            parts.append(data)
+        head = json.dumps(
+            {k: v for k, v in payload.items() if k != "items"}, separators=(",", ":")
+        ).encode()
+        return head[:-1] + b',"items":[' + b",".join(parts) + b"]}"
 
     def _authorized(self, header: str | None) -> bool:
         if not header:

@@ -35,6 +35,7 @@ from tests.support.kube.params import (
 from tests.support.kube.resources import (
     CONTINUE_EXPIRED,
     PODS,
+    Key,
     Obj,
     ResourceType,
     bad_request,
@@ -78,8 +79,12 @@ class ClusterState(EvictionVerbs):
         with self._lock:
             return self._rv
 
-    def load(self, objects: Mapping[str, Any] | Iterable[Obj]) -> None:
-        """Add every object of a ``fixtures.cluster()`` dict, a kubectl List, or an iterable."""
+    def load(self, objects: Mapping[str, Any] | Iterable[Obj], *, fresh: bool = False) -> None:
+        """Add every object of a ``fixtures.cluster()`` dict, a kubectl List, or an iterable.
+
+        ``fresh``: the objects were built for this call and the caller keeps no reference to
+        them, so they are stored as they are instead of copied (a copy of tens of thousands of
+        pods takes longer than building them)."""
         if isinstance(objects, Mapping):
             if objects.get("kind") == "List":
                 items: Iterable[Obj] = objects["items"]
@@ -93,12 +98,15 @@ class ClusterState(EvictionVerbs):
             items = objects
         with self._lock:
             for item in items:
-                self.add(item)
+                self._add(dict(item) if fresh else copy.deepcopy(dict(item)))
 
     def add(self, obj: Mapping[str, Any]) -> Obj:
         """Create an object as a controller would (ADDED); returns the stored copy."""
-        resource = resource_for(obj["kind"])
-        stored = copy.deepcopy(dict(obj))
+        return copy.deepcopy(self._add(copy.deepcopy(dict(obj))))
+
+    def _add(self, stored: Obj) -> Obj:
+        """Store ``stored`` (a dict nobody else holds) as a new object; returns it."""
+        resource = resource_for(stored["kind"])
         meta = stored.setdefault("metadata", {})
         if resource.namespaced and not meta.get("namespace"):
             raise ValueError(f"a {resource.kind} needs metadata.namespace")
@@ -109,7 +117,7 @@ class ClusterState(EvictionVerbs):
                 raise ValueError(
                     f"{resource.kind} {sort_key(key_of(resource, stored))} already exists"
                 )
-            return copy.deepcopy(self._commit(resource, "ADDED", stored, None))
+            return self._commit(resource, "ADDED", stored, None)
 
     def update(self, obj: Mapping[str, Any]) -> Obj:
         """Replace an object whole, status included, as a controller or kubelet would (MODIFIED)."""
@@ -146,6 +154,14 @@ class ClusterState(EvictionVerbs):
             if old is None:
                 return None
             return copy.deepcopy(self._commit(resource, "DELETED", copy.deepcopy(old), old))
+
+    def peek(self, kind: str) -> list[Obj]:
+        """Every stored object of ``kind`` itself, not a copy, in no particular order: for reading
+        a big cluster quickly. Stored objects are never changed (a write stores a new dict), so
+        they stay as they were; the caller must not change them either."""
+        resource = resource_for(kind)
+        with self._lock:
+            return list(self._objects[resource].values())
 
     def get(self, kind: str, name: str, namespace: str | None = None) -> Obj | None:
         """A copy of the stored object, or None."""
@@ -193,6 +209,27 @@ class ClusterState(EvictionVerbs):
         and denies it by returning a ``Denial`` or a message."""
         with self._lock:
             self.webhooks.append(webhook(name, decide, operations, resources))
+
+    def at_list_page(self, kind: str, page: int, action: Callable[[], object]) -> None:
+        """Run ``action()`` once, when the server has read page ``page`` of a paged list of
+        ``kind`` (a list with ``limit``: the request without ``continue`` is page 1, each
+        continuation the next page) and before it answers it, outside the lock: the moment a
+        client is between two pages. An action that writes and then ``compact()``s is etcd
+        compacting the list's version away while a client pages through it, so its next page
+        answers 410 Expired (what ``continue_ttl`` does on its own, at a chosen page)."""
+        with self._lock:
+            self._page_actions[resource_for(kind)] = (page, action)
+
+    def _page_answered(self, resource: ResourceType, continued: bool) -> None:
+        """Count a page of a paged list of ``resource``; run its ``at_list_page`` action."""
+        with self._lock:
+            number = self._list_pages.get(resource, 0) + 1 if continued else 1
+            self._list_pages[resource] = number
+            due = self._page_actions.get(resource)
+            if due is None or due[0] != number:
+                return
+            del self._page_actions[resource]
+        due[1]()
 
     # --- test-facing watch controls
 
@@ -344,7 +381,7 @@ class ClusterState(EvictionVerbs):
             else:
                 at = self._rv
             state = self._snapshot(resource, at)
-        keys = sorted(state, key=sort_key)
+        keys = self._sorted_keys(resource, at, state)
         if start:
             keys = keys[bisect.bisect_left(keys, start, key=sort_key) :]
         selected: list[Obj] = []
@@ -360,12 +397,14 @@ class ClusterState(EvictionVerbs):
                 continue
             if limit and len(selected) == limit:
                 continue_token = encode_continue(at, sort_key(key_of(resource, selected[-1])))
-                if not labels and not fields:
-                    remaining = sum(
-                        1 for k in keys[index:] if namespace is None or k[0] == namespace
-                    )
+                if not labels and not fields and namespace is None:
+                    remaining = len(keys) - index
+                elif not labels and not fields:
+                    remaining = sum(1 for k in keys[index:] if k[0] == namespace)
                 break
             selected.append(obj)
+        if limit:
+            self._page_answered(resource, bool(token))
         metadata: Obj = {"resourceVersion": str(at)}
         if continue_token:
             metadata["continue"] = continue_token
@@ -377,6 +416,17 @@ class ClusterState(EvictionVerbs):
             "metadata": metadata,
             "items": [strip_type(obj) for obj in selected],
         }
+
+    def _sorted_keys(self, resource: ResourceType, at: int, state: Mapping[Key, Obj]) -> list[Key]:
+        """The keys of ``state`` (``resource`` at version ``at``) in etcd order. The last list's
+        are kept: every page of a paged list reads the same version, and which objects existed
+        at a version never changes."""
+        cached = self._keys_at
+        if cached is not None and cached[0] is resource and cached[1] == at:
+            return cached[2]
+        keys = sorted(state, key=sort_key)
+        self._keys_at = (resource, at, keys)
+        return keys
 
     def rest_watch(
         self, resource: ResourceType, namespace: str | None, query: Mapping[str, str]

@@ -10,7 +10,7 @@ import bisect
 import itertools
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import NamedTuple
 
 from tests.support.kube.admission import (
@@ -87,6 +87,12 @@ class StoreBase:
         self._reaper_wake = threading.Condition(self._lock)
         self._reaper: threading.Thread | None = None
         self._stopping = False
+        #: Pages answered of the latest paged list of each kind (a list without ``continue``
+        #: is page 1), and the action to run once a given page is answered (``at_list_page``).
+        self._list_pages: dict[ResourceType, int] = {}
+        self._page_actions: dict[ResourceType, tuple[int, Callable[[], object]]] = {}
+        #: The last list's keys in etcd order: (resource, version, keys) (``_sorted_keys``).
+        self._keys_at: tuple[ResourceType, int, list[Key]] | None = None
 
     # --- internals: the store
 
