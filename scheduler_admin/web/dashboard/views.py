@@ -100,7 +100,8 @@ def _partition_context(
 def children(request: HttpRequest) -> HttpResponse:
     """Rows of one queue's direct children (``?partition=&queue=``), fetched when a reader
     expands it; 404 for an unknown partition or queue, 403 for a queue outside a queue grant
-    holder's subtrees. The usage query covers only that subtree."""
+    holder's subtrees. Usage comes from the shared roll-up; timers and runs are read for that
+    subtree only."""
     name = request.GET.get("partition", "")
     path = request.GET.get("queue", "")
     if text_problem(path) or text_problem(name):  # PostgreSQL text cannot hold NUL
