@@ -3,7 +3,6 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
-
 # The generation is bumped by statement triggers (with transition tables: one upsert per
 # statement, not per row) on the usage summary and on the dynamic queues. The summary is written
 # at commit by ``cluster_queueusage_apply``; its triggers take the generation row's lock after
