@@ -137,7 +137,7 @@ def _change(partition) -> Callable[[], None]:
     from scheduler_admin.cluster.models import Allocation, AllocationState
 
     task = Allocation.objects.filter(partition=partition).order_by("pk").values_list("pk")[0][0]
-    states = [AllocationState.PREEMPTING, AllocationState.RUNNING]
+    states = [AllocationState.RUNNING, AllocationState.PREEMPTING]  # the first call: preempting
 
     def change() -> None:
         states.reverse()
