@@ -19,7 +19,11 @@ Steps:
    open tab mostly is);
 4. add ``--revisions`` config revisions (1,000 by default, each a copy of the saved snapshot,
    written with one ``INSERT .. SELECT``) and time the dashboard and the live poll again: both
-   must cost the same with 1 or 1,000 revisions (goals: page under 300 ms, poll under 50 ms);
+   must cost the same with 1 or 1,000 revisions (goals: page under 300 ms, poll under 50 ms).
+   Warm: nothing changed since the previous request, every request reads the shared usage
+   roll-up (``web.dashboard.rollup``). Cold: a change just before each timed request (one task
+   moved between running and preempting, committed: the usage generation moves and the summary
+   is rewritten, what the shown state is not), so the request recomputes the roll-up;
 5. drop the database.
 """
 
@@ -87,8 +91,12 @@ def _run(args: argparse.Namespace) -> None:
     client = _viewer()
     _measure(client, partition, args.runs)
     _add_revisions(partition, args.revisions)
-    print(f"with {args.revisions:,} revisions:")
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"with {args.revisions:,} revisions (load average {load}):")
     _measure(client, partition, args.runs, pages_only=True)
+    load = ", ".join(f"{value:.1f}" for value in os.getloadavg())
+    print(f"with {args.revisions:,} revisions, cold: after a change (load average {load}):")
+    _measure(client, partition, args.runs, pages_only=True, before_each=_change(partition))
 
 
 def _viewer():
@@ -123,6 +131,21 @@ def _add_revisions(partition, count: int) -> None:
         cursor.execute(f"ANALYZE {table}")
 
 
+def _change(partition) -> Callable[[], None]:
+    """A change of the partition's usage, committed: one task moved between running and
+    preempting (both count as usage, so the shown state stays the same)."""
+    from scheduler_admin.cluster.models import Allocation, AllocationState
+
+    task = Allocation.objects.filter(partition=partition).order_by("pk").values_list("pk")[0][0]
+    states = [AllocationState.RUNNING, AllocationState.PREEMPTING]  # the first call: preempting
+
+    def change() -> None:
+        states.reverse()
+        Allocation.objects.filter(pk=task).update(state=states[0])
+
+    return change
+
+
 def _build_timers_and_runs(partition) -> None:
     """Pending timers on a few queues and a few runs, two of them alerts."""
     from django.utils import timezone
@@ -155,7 +178,14 @@ def _build_timers_and_runs(partition) -> None:
     )
 
 
-def _measure(client, partition, runs: int, *, pages_only: bool = False) -> None:
+def _measure(
+    client,
+    partition,
+    runs: int,
+    *,
+    pages_only: bool = False,
+    before_each: Callable[[], None] | None = None,
+) -> None:
     from scheduler_admin.cluster.adapters import queue_usage
     from scheduler_admin.cluster.usage import leaf_usage, resource_names
     from scheduler_admin.queues.saved import current_config
@@ -179,7 +209,7 @@ def _measure(client, partition, runs: int, *, pages_only: bool = False) -> None:
         ("live poll, unchanged (304)", page(live, 304, etag, partition="bench")),
     ]
     if pages_only:
-        _print_times(cases, runs)
+        _print_times(cases, runs, before_each)
         return
     cases += [
         ("dashboard search 'g03.q1' (200 matches shown)", page("/", partition="bench", q="g03.q1")),
@@ -205,12 +235,20 @@ def _measure(client, partition, runs: int, *, pages_only: bool = False) -> None:
     _print_times(cases, runs)
 
 
-def _print_times(cases: list[tuple[str, Callable[[], object]]], runs: int) -> None:
+def _print_times(
+    cases: list[tuple[str, Callable[[], object]]],
+    runs: int,
+    before_each: Callable[[], None] | None = None,
+) -> None:
+    """Median and best of ``runs`` calls of each case after a warm-up; ``before_each`` (not
+    timed) runs before every timed call."""
     print(f"{'measurement':55} {'median':>9} {'min':>9}  ({runs} runs after a warm-up)")
     for name, call in cases:
         call()
         times = []
         for _ in range(runs):
+            if before_each is not None:
+                before_each()
             start = time.perf_counter()
             call()
             times.append(time.perf_counter() - start)

@@ -115,6 +115,9 @@ def with_dynamic_queues(
 ) -> PartitionConfig:
     """``config`` with the dynamic queues whose parent is in the tree and may hold them (a
     configured parent, or a dynamic queue that is no leaf), parents before children."""
+    dynamic = list(dynamic)
+    if not dynamic:
+        return config  # nothing to add: no placement tree to build (50 ms at 5,000 queues)
     queues = list(config.queues)
     paths = {queue.path for queue in queues}
     lowered = {path.lower() for path in paths}

@@ -322,3 +322,29 @@ class DynamicQueue(models.Model):
 
     def __str__(self) -> str:
         return self.path
+
+
+class UsageGeneration(models.Model):
+    """A number that changes whenever a partition's usage summary or dynamic queues change:
+    what the dashboard's cached usage roll-up is keyed by (``web.dashboard.rollup``).
+
+    PostgreSQL only (elsewhere the table stays empty and the dashboard computes per request).
+    Kept by statement triggers on ``QueueUsage`` and ``DynamicQueue`` (migration
+    ``cluster.0007``), so every writer keeps it without knowing of it: the ingest of a
+    cluster-state push, acknowledged evictions, a rebuild. The summary's own triggers write it
+    at commit, in the transaction that moves usage, so a reader never sees new usage under an
+    old number. ``number`` comes from a sequence, which no rollback or table flush rewinds: a
+    number is never given to two different states of one database.
+    """
+
+    partition = models.OneToOneField(
+        Partition,
+        on_delete=models.DO_NOTHING,
+        db_constraint=False,
+        primary_key=True,
+        related_name="+",
+    )
+    number = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"generation {self.number}"

@@ -52,8 +52,14 @@ def panels(tree: QueueTree, user: Any) -> dict[str, Any]:
         "alerts": alerts(partition, now, user),
         "runs": list(runs.listed().defer("targets", "freed", "nominations")[:RECENT]),
         "revisions": list(revisions[:RECENT]),
-        # The applications whose tasks were preempted most lately, in the reader's subtrees.
-        "most_preempted": most_preempted(partition, user, now),
+    }
+
+
+def most_preempted_panel(tree: QueueTree, user: Any) -> dict[str, Any]:
+    """The applications whose tasks were preempted most lately, in the reader's subtrees: the
+    page's card only (the live updates do not follow it, so a poll does not query it)."""
+    return {
+        "most_preempted": most_preempted(tree.partition, user, tree.now),
         "most_preempted_days": TOP_WINDOW.days,
     }
 

@@ -7,7 +7,8 @@ under a second. So:
 1. usage is summed per (leaf queue, resource name) by one ``GROUP BY`` in the database
    (``leaf_usage``): no task row, and no JSON document, travels to Python;
 2. the sums are rolled up the tree by the engine's ``Hierarchy.usage_by_queue`` (one pass over
-   5,000 queues);
+   5,000 queues); 1 and 2 happen once per change of the partition, not per request
+   (``rollup``: every viewer and every live poll share them);
 3. only visible rows are built: the first level below root, plus the queues a search or an
    ``open`` link expands. Deeper rows arrive later, one parent at a time, from the children
    fragment.
@@ -28,8 +29,6 @@ from preemption import resources
 from preemption.config import ROOT
 from preemption.durations import format_duration
 from scheduler_admin.accounts import permissions
-from scheduler_admin.cluster.dynamic import cluster_tree
-from scheduler_admin.cluster.usage import leaf_usage, resource_names
 from scheduler_admin.enforcement.models import (
     ACTIVE_RUN_STATUSES,
     PreemptionRun,
@@ -41,6 +40,7 @@ from scheduler_admin.enforcement.visibility import visible_runs
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web import common
 from scheduler_admin.web.bars import Bar, queue_bars
+from scheduler_admin.web.dashboard.rollup import rollup
 
 #: At most this many matches of a search are shown (with their ancestors).
 SEARCH_LIMIT = 200
@@ -244,8 +244,9 @@ class OverMax:
 class QueueTree:
     """A partition's tree with usage and pending timers, loaded once per request.
 
-    ``under`` limits the usage query to one subtree (the children fragment): the rows of that
-    subtree are exact, the others are not built from it. ``user``: for a queue grant's holder
+    The tree and its usage come from the shared roll-up (``rollup.rollup``: computed once per
+    change of the partition); timers and runs are read per request. ``under`` limits those to
+    one subtree (the children fragment). ``user``: for a queue grant's holder
     the tree starts at their granted queues instead of root (``tops``), and holds nothing
     outside them: no row, no search match, no queue over max, no run they may not read.
     """
@@ -261,15 +262,15 @@ class QueueTree:
         self.partition = partition
         self.now = now
         # The config with the cluster's dynamic queues (SPEC 3.4): shown, marked, not editable.
-        _, self.hierarchy, self.dynamic = cluster_tree(partition)
+        shared = rollup(partition)
+        self.hierarchy, self.dynamic, self.usage = shared.hierarchy, shared.dynamic, shared.usage
+        self._over = shared.over
         scope = permissions.read_scope(user) if user is not None else None
         if scope is None:
             self.tops = [ROOT]
         else:
             roots = set(scope.roots_in(partition.name))
             self.tops = [q.path for q in self.hierarchy.config.queues if q.path in roots]
-        names = resource_names(partition, self.hierarchy.config)
-        self.usage = self.hierarchy.usage_by_queue(leaf_usage(partition, under, names=names))
         timers = QuotaTimer.objects.filter(partition=partition, status=TimerStatus.PENDING)
         if under is not None:
             timers = timers.filter(queue_path__startswith=under)
@@ -398,23 +399,18 @@ class QueueTree:
     def over_max(self) -> tuple[list[OverMax], int]:
         """Queues above their own max: soonest timer first, then those without one, by path;
         the first ``OVER_MAX_LIMIT`` and how many there are."""
-        found = []
-        for queue in self.hierarchy.config.queues:
-            if not queue.max or not self.inside(queue.path):
-                continue  # unlimited: never over; outside: not the reader's
-            used = self.usage.get(queue.path, {})
-            excess = resources.over(used, queue.max)
-            if excess:
-                found.append(
-                    OverMax(
-                        path=queue.path,
-                        used=used,
-                        limit=dict(queue.max),
-                        excess=excess,
-                        timer=self.timers.get(queue.path),
-                        run=self.runs.get(queue.path),
-                    )
-                )
+        found = [
+            OverMax(
+                path=item.path,
+                used=item.used,
+                limit=item.limit,
+                excess=item.excess,
+                timer=self.timers.get(item.path),
+                run=self.runs.get(item.path),
+            )
+            for item in self._over
+            if self.inside(item.path)  # outside: not the reader's
+        ]
         found.sort(
             key=lambda item: (
                 item.timer is None,

@@ -25,7 +25,7 @@ from scheduler_admin.web.common import (
     require,
     selected_partition,
 )
-from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
+from scheduler_admin.web.dashboard.panels import agents, heartbeats, most_preempted_panel, panels
 from scheduler_admin.web.dashboard.sparklines import top_level_sparklines
 from scheduler_admin.web.dashboard.tree import SEARCH_MAX_LENGTH, QueueTree
 from scheduler_admin.web.scheduled.listing import scheduled_rows
@@ -89,6 +89,7 @@ def _partition_context(
         "match_count": match_count,
         "shown_matches": len(matches),
         **panels(tree, request.user),
+        **most_preempted_panel(tree, request.user),
         "scheduled": scheduled_rows(partition, request.user),  # web.scheduled
         **pending_panel(partition, request.user),
         # Usage over time (issue 16, usage history)
@@ -100,7 +101,8 @@ def _partition_context(
 def children(request: HttpRequest) -> HttpResponse:
     """Rows of one queue's direct children (``?partition=&queue=``), fetched when a reader
     expands it; 404 for an unknown partition or queue, 403 for a queue outside a queue grant
-    holder's subtrees. The usage query covers only that subtree."""
+    holder's subtrees. Usage comes from the shared roll-up; timers and runs are read for that
+    subtree only."""
     name = request.GET.get("partition", "")
     path = request.GET.get("queue", "")
     if text_problem(path) or text_problem(name):  # PostgreSQL text cannot hold NUL

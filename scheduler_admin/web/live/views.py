@@ -8,7 +8,12 @@ dashboards would leave no worker for anything else. A poll is one short request 
 seconds, and an unchanged state costs a ``304 Not Modified`` without a body.
 
 Each answer is built by the same functions as the page (``QueueTree``, ``dashboard.panels``,
-``queue_pages.status``): one set of queries per poll, none per queue. It carries:
+``queue_pages.status``): one set of queries per poll, none per queue. The dashboard's tree and
+usage come from the roll-up shared by every viewer (``web.dashboard.rollup``), computed once per
+change of the partition: an unchanged poll of an open tab reads the roll-up's key, the small
+cards (timers, runs, alerts, revisions, workers, agents) and the viewer's grants, builds the
+visible rows from the shared roll-up and answers 304, without summing or rolling up usage again.
+It carries:
 
 - ``version``: a hash of the state below, also sent as the ``ETag``. The client sends it back in
   ``If-None-Match``; when nothing changed the answer is a 304;
