@@ -7,11 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from scheduler_admin_agent.quantities import parse_quantity
 
 _NONE: dict[str, Any] = {}
+#: Quantities repeat across pods ("500m", "1Gi"): each is parsed once (values are immutable).
+parse = lru_cache(maxsize=8192, typed=True)(parse_quantity)
 
 
 def _container_requests(container: Mapping[str, Any]) -> dict[str, Fraction]:
@@ -20,7 +23,7 @@ def _container_requests(container: Mapping[str, Any]) -> dict[str, Fraction]:
         return {}
     stated = dict(resources.get("limits") or _NONE)
     stated.update(resources.get("requests") or _NONE)  # a limit stands in for a missing request
-    return {name: parse_quantity(value) for name, value in stated.items()}
+    return {name: parse(value) for name, value in stated.items()}
 
 
 def _add(total: dict[str, Fraction], amount: Mapping[str, Fraction]) -> None:
@@ -29,7 +32,7 @@ def _add(total: dict[str, Fraction], amount: Mapping[str, Fraction]) -> None:
 
 
 def _parsed(resources: Mapping[str, str] | None) -> dict[str, Fraction]:
-    return {name: parse_quantity(value) for name, value in (resources or _NONE).items()}
+    return {name: parse(value) for name, value in (resources or _NONE).items()}
 
 
 def _larger(total: dict[str, Fraction], amount: Mapping[str, Fraction]) -> None:

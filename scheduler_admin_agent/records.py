@@ -326,7 +326,7 @@ def pod_record(raw: Mapping[str, Any]) -> PodRecord:
     try:
         pod.requests, pod.resources = _shared(raw_pod_requests(raw))
         pod.bad_quantity = ""
-    except QuantityError as error:
+    except (QuantityError, TypeError, AttributeError) as error:  # not a quantity at all
         pod.requests, pod.resources, pod.bad_quantity = None, None, str(error)
     pod.eligibility = _EMPTY if pod.node else eligibility(spec)
     return pod
