@@ -133,11 +133,27 @@ class ClusterCache:
         objects = [kept(kind, obj) for obj in objects]
         with self._lock:
             fresh = {object_key(kind, obj): obj for obj in objects}
-            # A list replaces the kind: what it no longer has is gone, the rest may have changed.
-            self._dirty[kind] |= self._objects[kind].keys() | fresh.keys()
+            old = self._objects[kind]
+            # A list replaces the kind: what it no longer has is gone; what it has changed
+            # unless it is the very object held (``decoded`` keeps an unchanged one).
+            self._dirty[kind] |= old.keys() - fresh.keys()
+            self._dirty[kind] |= {key for key, obj in fresh.items() if old.get(key) is not obj}
             self._objects[kind] = fresh
             self._listed.add(kind)
             self._touch()
+
+    def decoded(self, kind: str, raw: dict[str, Any]) -> Any:
+        """An object of a list (its JSON) as the cache keeps it: the pod or node held already
+        when it is the same version (a re-list then holds no second copy of what did not
+        change, and no push reads it again), else decoded (``decode``)."""
+        if kind in DECODERS:
+            meta = raw.get("metadata") or {}
+            version = meta.get("resourceVersion")
+            with self._lock:
+                held = self._objects[kind].get(meta.get("uid" if kind == PODS else "name"))
+            if held is not None and version and held.version == version:
+                return held
+        return decode(kind, raw)
 
     def apply(self, kind: str, event: str, obj: Any) -> None:
         obj = kept(kind, obj)
@@ -258,7 +274,7 @@ class Reflector(threading.Thread):
             items = page.get("items") or []
             if items:
                 last = etcd_key(items[-1])
-            objects.extend(decode(self.kind, item) for item in items)
+            objects.extend(self.cache.decoded(self.kind, item) for item in items)
             del items
             meta = page.get("metadata") or {}
             if not version:  # the first page's version is the list's snapshot
@@ -288,7 +304,7 @@ class Reflector(threading.Thread):
             for item in page.get("items") or []:
                 if etcd_key(item) > boundary:
                     return found
-                found.append(decode(self.kind, item))
+                found.append(self.cache.decoded(self.kind, item))
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return found

@@ -83,6 +83,7 @@ class PodRecord:
         "started",  # status.startTime likewise, or None
         "uid",
         "user",  # UserGroup from user.info, else ``nobody``
+        "version",  # metadata.resourceVersion
     )
 
     uid: str
@@ -110,6 +111,7 @@ class PodRecord:
     resources: dict[str, int | str] | None
     bad_quantity: str
     eligibility: dict[str, Any]
+    version: str
 
     def __repr__(self) -> str:
         return f"PodRecord({self.namespace}/{self.name}@{self.uid})"
@@ -118,7 +120,7 @@ class PodRecord:
 class NodeRecord:
     """One node as the agent keeps it: what its cluster-state item is made of."""
 
-    __slots__ = ("allocatable", "labels", "name", "ready", "taints", "unschedulable")
+    __slots__ = ("allocatable", "labels", "name", "ready", "taints", "unschedulable", "version")
 
     name: str
     labels: dict[str, str]
@@ -126,6 +128,7 @@ class NodeRecord:
     unschedulable: bool
     ready: bool
     taints: tuple[dict[str, str], ...]
+    version: str
 
     def __repr__(self) -> str:
         return f"NodeRecord({self.name})"
@@ -301,6 +304,7 @@ def pod_record(raw: Mapping[str, Any]) -> PodRecord:
     pod = PodRecord()
     pod.uid = _plain(meta.get("uid"))
     pod.name = _plain(meta.get("name"))
+    pod.version = _plain(meta.get("resourceVersion"))
     pod.namespace = _text(meta.get("namespace"))
     pod.labels = _strings(meta.get("labels"))
     pod.notes = (
@@ -339,6 +343,7 @@ def node_record(raw: Mapping[str, Any]) -> NodeRecord:
     status = raw.get("status") or _EMPTY
     node = NodeRecord()
     node.name = _text(meta.get("name"))
+    node.version = _plain(meta.get("resourceVersion"))
     node.labels = _strings(meta.get("labels"))
     node.allocatable = dict(status.get("allocatable") or _EMPTY)
     node.unschedulable = bool(spec.get("unschedulable"))

@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from preemption.yunikorn import load_scheduler_config
-from scheduler_admin_agent.kube import BUDGETS, NODES, PODS, decode
+from scheduler_admin_agent.kube import BUDGETS, NODES, PODS, ClusterCache, decode
 from scheduler_admin_agent.lean import Lean, lean
 from scheduler_admin_agent.records import NodeRecord, PodRecord, pod_record
 from scheduler_admin_agent.translate import Reading, pod_requests, translate
@@ -134,3 +134,26 @@ def test_an_unreadable_quantity_is_kept_as_the_reason() -> None:
     raw["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "lots"}}
     pod = pod_record(raw)
     assert pod.requests is None and pod.resources is None and "lots" in pod.bad_quantity
+
+
+def test_a_relist_keeps_the_records_of_unchanged_objects_and_reports_only_changes() -> None:
+    """A re-list (after a 410) of a large cluster holds no second copy of what did not change,
+    and the next push reads only what did (same ``resourceVersion``: same object)."""
+    raws = copy.deepcopy(fixtures.cluster(nodes=6, pods=80)["pods"])
+    for version, raw in enumerate(raws, 100):
+        raw["metadata"]["resourceVersion"] = str(version)
+    cache = ClusterCache()
+    cache.replace(PODS, [cache.decoded(PODS, copy.deepcopy(raw)) for raw in raws])
+    cache.take_changes()
+    held = {pod.uid: pod for pod in cache.snapshot()[0][PODS]}
+    changed, gone, same = raws[0], raws[1], raws[2]
+    changed["metadata"]["resourceVersion"] = "999"
+    changed["metadata"]["labels"]["relisted"] = "yes"
+    relisted = [copy.deepcopy(raw) for raw in raws if raw is not gone]
+    cache.replace(PODS, [cache.decoded(PODS, raw) for raw in relisted])
+    changes, _ = cache.take_changes()
+    uids = [raw["metadata"]["uid"] for raw in (changed, gone, same)]
+    assert set(changes[PODS]) == {uids[0], uids[1]}
+    assert changes[PODS][uids[1]] is None
+    assert changes[PODS][uids[0]].labels["relisted"] == "yes"
+    assert cache.pod(uids[2]) is held[uids[2]]
