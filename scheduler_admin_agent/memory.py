@@ -24,8 +24,9 @@ logger = logging.getLogger(__name__)
 MEMORY_MAX = "/sys/fs/cgroup/memory.max"
 #: What the agent holds before it lists anything (interpreter, clients), bytes.
 BASE_BYTES = 100 * 2**20
-#: What one pod and one node cost once listed and translated, a re-list included (measured
-#: peak: 585 MiB for 150,000 pods and 5,000 nodes, 258 MiB for 50,000 and 1,666; rounded up).
+#: What one pod and one node cost once listed and translated, a re-list of everything changed
+#: included (measured: 442 MiB after the list of 150,000 pods and 5,000 nodes, 585 MiB after
+#: such a re-list; 203 and 258 MiB at 50,000 and 1,666; rounded up).
 POD_BYTES = 4 * 2**10
 NODE_BYTES = 16 * 2**10
 #: Room above the estimate for the peak of a re-list (old and new objects held at once).
