@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from types import FrameType
 
+from scheduler_admin_agent.memory import tune_collector
 from scheduler_admin_agent.options import parse_options
 
 
@@ -37,6 +38,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
+    tune_collector()
     agent.run()
     return 0
 

@@ -38,6 +38,7 @@ from fractions import Fraction
 from typing import Any
 
 from scheduler_admin_agent.kube import BUDGETS, NAMESPACES, NODES, PODS, PRIORITY_CLASSES
+from scheduler_admin_agent.records import NodeRecord, PodRecord
 from scheduler_admin_agent.translate import (
     AppFacts,
     ClusterState,
@@ -54,7 +55,6 @@ from scheduler_admin_agent.translate import (
     pod_application,
     pod_id,
     pod_kind,
-    required_node,
     several_budgets_item,
     task_item,
 )
@@ -64,7 +64,7 @@ BODY_KINDS = ("nodes", "allocations", "asks", "budgets")
 _ABSENT = object()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Facts:
     queue: str
     not_placed: str
@@ -72,7 +72,7 @@ class _Facts:
     originator: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Seen:
     """What one pod contributed at the last update (to take it back when it changes)."""
 
@@ -92,8 +92,8 @@ class Translator:
         self.unique_app_ids = unique_app_ids
         self.state = ClusterState()
         self.reading: Reading | None = None
-        self.nodes: dict[str, Any] = {}
-        self.pods: dict[str, Any] = {}
+        self.nodes: dict[str, NodeRecord] = {}
+        self.pods: dict[str, PodRecord] = {}
         self.pdbs: dict[str, Any] = {}
         self.namespaces: dict[str, Any] = {}
         self.priority_classes: dict[str, Any] = {}
@@ -193,10 +193,10 @@ class Translator:
         if seen.task:
             self._drop_task(seen.task)
 
-    def _note(self, uid: str, pod: Any, dirty_apps: set[str], dirty_nodes: set[str]) -> None:
+    def _note(self, uid: str, pod: PodRecord, dirty_apps: set[str], dirty_nodes: set[str]) -> None:
         kind = pod_kind(pod, self.scheduler_name)
-        node = pod.spec.node_name or ""
-        namespace = pod.metadata.namespace or ""
+        node = pod.node
+        namespace = pod.namespace
         app, names = "", ()
         if kind == "occupies":
             used = occupied_by(pod)
@@ -208,8 +208,7 @@ class Translator:
             self._apps.setdefault(app, set()).add(uid)
             dirty_apps.add(app)
             self._in_namespace.setdefault(namespace, set()).add(uid)
-            nominated = (pod.status.nominated_node_name if pod.status else None) or ""
-            names = tuple(n for n in {node, nominated, required_node(pod)} if n)
+            names = tuple(n for n in {node, pod.nominated, pod.daemon_node} if n)
             for name in names:
                 self._naming.setdefault(name, set()).add(uid)
         task = pod_id(pod) if kind in ("ours", "gated") else ""

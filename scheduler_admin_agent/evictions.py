@@ -54,6 +54,7 @@ from kubernetes.client.exceptions import ApiException
 
 from scheduler_admin_agent.kube import ClusterCache
 from scheduler_admin_agent.product import ProductClient
+from scheduler_admin_agent.records import PodRecord
 from scheduler_admin_agent.translate import uid_of
 
 logger = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ class Evictor:
         pod = self.cache.pod(uid) if uid else None
         if pod is None:
             return Result(order_id, outcome="gone")
-        if pod.metadata.deletion_timestamp is not None:
+        if pod.deleting:
             with self._lock:
                 evicted_here = uid in self._evicted
             return Result(order_id, outcome="evicted" if evicted_here else "gone")
@@ -162,47 +163,45 @@ class Evictor:
             return self._label(order_id, pod, order.get("run"))
         return self._evict(order_id, pod)
 
-    def _still_there(self, pod: Any) -> bool | None:
+    def _still_there(self, pod: PodRecord) -> bool | None:
         """Read the pod by name: True when the same pod (uid) is there, False when it is gone
         or replaced, None when the API server could not say."""
-        meta = pod.metadata
         try:
             current = self.core.read_namespaced_pod(
-                meta.name, meta.namespace, _request_timeout=(5, 30)
+                pod.name, pod.namespace, _request_timeout=(5, 30)
             )
         except ApiException as error:
             return False if error.status == 404 else None
         except Exception:
             return None
-        return current.metadata.uid == meta.uid
+        return current.metadata.uid == pod.uid
 
-    def _evict(self, order_id: int, pod: Any) -> Result:
-        meta = pod.metadata
+    def _evict(self, order_id: int, pod: PodRecord) -> Result:
         if self._still_there(pod) is False:
             return Result(order_id, outcome="gone")
         body = client.V1Eviction(
             api_version="policy/v1",
             kind="Eviction",
-            metadata=client.V1ObjectMeta(name=meta.name, namespace=meta.namespace),
+            metadata=client.V1ObjectMeta(name=pod.name, namespace=pod.namespace),
             delete_options=client.V1DeleteOptions(
-                preconditions=client.V1Preconditions(uid=meta.uid)
+                preconditions=client.V1Preconditions(uid=pod.uid)
             ),
         )
         try:
             self.core.create_namespaced_pod_eviction(
-                meta.name, meta.namespace, body, _request_timeout=(5, 30)
+                pod.name, pod.namespace, body, _request_timeout=(5, 30)
             )
         except ApiException as error:
             return self._refused(order_id, pod, error)
         except Exception as error:  # the cluster could not be reached: retry
             return self._retry(order_id, "failed", f"{type(error).__name__}: {error}", None)
         with self._lock:
-            self._evicted.add(meta.uid)
+            self._evicted.add(pod.uid)
             self.evictions += 1
-        logger.info("evicted %s/%s (order %s)", meta.namespace, meta.name, order_id)
+        logger.info("evicted %s/%s (order %s)", pod.namespace, pod.name, order_id)
         return Result(order_id, outcome="evicted")
 
-    def _refused(self, order_id: int, pod: Any, error: ApiException) -> Result:
+    def _refused(self, order_id: int, pod: PodRecord, error: ApiException) -> Result:
         """What an Eviction API error means (see the module docstring)."""
         message = _status_message(error)
         status = _status(error)
@@ -237,9 +236,8 @@ class Evictor:
             )
         return self._retry(order_id, "failed", message, error.status)
 
-    def _label(self, order_id: int, pod: Any, run: Any) -> Result:
-        meta = pod.metadata
-        if (meta.labels or {}).get(PREEMPTED_LABEL) != "true":
+    def _label(self, order_id: int, pod: PodRecord, run: Any) -> Result:
+        if pod.labels.get(PREEMPTED_LABEL) != "true":
             patch = {
                 "metadata": {
                     "labels": {PREEMPTED_LABEL: "true"},
@@ -248,7 +246,7 @@ class Evictor:
             }
             try:
                 self.core.patch_namespaced_pod(
-                    meta.name, meta.namespace, patch, _request_timeout=(5, 30)
+                    pod.name, pod.namespace, patch, _request_timeout=(5, 30)
                 )
             except ApiException as error:
                 if error.status == 404:
@@ -257,7 +255,7 @@ class Evictor:
             except Exception as error:
                 return self._retry(order_id, "failed", f"{type(error).__name__}: {error}", None)
             with self._lock:
-                self._evicted.add(meta.uid)
+                self._evicted.add(pod.uid)
         return Result(
             order_id,
             status="waiting",

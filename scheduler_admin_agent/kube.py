@@ -15,12 +15,17 @@ Each kind has a ``Reflector`` thread:
    version is older than what the server keeps) goes back to step 1. Any other error waits
    (backing off up to 30 s) and goes back to step 1.
 
-List and watch bodies are decoded from raw JSON and objects kept as ``lean.Lean`` (without
-``managedFields`` and the other fields the agent never reads), not as the client's typed
-models. A list whose continue token expires between pages continues from the fresh token the
-API server gives (see ``Reflector._list``).
+List and watch bodies are decoded from raw JSON (with ``orjson``), not into the client's typed
+models; pods and nodes are kept as ``records.PodRecord`` and ``records.NodeRecord`` (one flat
+object each, with only what the agent reads), budgets, namespaces and PriorityClasses as
+``lean.Lean`` (without ``managedFields`` and the other fields the agent never reads). A list
+whose continue token expires between pages continues from the fresh token the API server
+gives (see ``Reflector._list``).
 A re-list replaces the kind wholesale, so objects deleted while nobody watched disappear from
-the cache too; the pusher (``sync``) then sends the difference, removals included.
+the cache too; the pusher (``sync``) then sends the difference, removals included. A pod or
+node listed at the version the cache holds keeps its held record (``ClusterCache.decoded``):
+a re-list of 150,000 pods then holds no second copy of them, and only the objects that changed
+count as changes.
 """
 
 from __future__ import annotations
@@ -32,11 +37,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
 from kubernetes.watch.watch import iter_resp_lines
 
 from scheduler_admin_agent.lean import lean
+from scheduler_admin_agent.records import as_node, as_pod, node_record, pod_record
 
 logger = logging.getLogger(__name__)
 
@@ -75,11 +82,30 @@ def api_client(kubeconfig: str | None, context: str | None) -> tuple[client.ApiC
     return client.ApiClient(configuration), name
 
 
+#: How an object of each kind is kept (``lean`` for the others).
+DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = {PODS: pod_record, NODES: node_record}
+#: The same from an object the caller built (a record, a typed model of the client).
+_KEPT: dict[str, Callable[[Any], Any]] = {PODS: as_pod, NODES: as_node}
+
+
+def decode(kind: str, raw: dict[str, Any]) -> Any:
+    """One object of a list or watch body (its decoded JSON) as the cache keeps it."""
+    return DECODERS.get(kind, lean)(raw)
+
+
+def kept(kind: str, obj: Any) -> Any:
+    """``obj`` as the cache keeps it: a record for pods and nodes, the object for the rest."""
+    convert = _KEPT.get(kind)
+    return obj if convert is None else convert(obj)
+
+
 def object_key(kind: str, obj: Any) -> str:
     """Pods by uid (a pod recreated under its old name is another pod), the rest by name."""
-    meta = obj.metadata
     if kind == PODS:
-        return meta.uid
+        return obj.uid
+    if kind == NODES:
+        return obj.name
+    meta = obj.metadata
     if kind == BUDGETS:
         return f"{meta.namespace}/{meta.name}"
     return meta.name
@@ -107,15 +133,33 @@ class ClusterCache:
         self.changed.set()
 
     def replace(self, kind: str, objects: list[Any]) -> None:
+        objects = [kept(kind, obj) for obj in objects]
         with self._lock:
             fresh = {object_key(kind, obj): obj for obj in objects}
-            # A list replaces the kind: what it no longer has is gone, the rest may have changed.
-            self._dirty[kind] |= self._objects[kind].keys() | fresh.keys()
+            old = self._objects[kind]
+            # A list replaces the kind: what it no longer has is gone; what it has changed
+            # unless it is the very object held (``decoded`` keeps an unchanged one).
+            self._dirty[kind] |= old.keys() - fresh.keys()
+            self._dirty[kind] |= {key for key, obj in fresh.items() if old.get(key) is not obj}
             self._objects[kind] = fresh
             self._listed.add(kind)
             self._touch()
 
+    def decoded(self, kind: str, raw: dict[str, Any]) -> Any:
+        """An object of a list (its JSON) as the cache keeps it: the pod or node held already
+        when it is the same version (a re-list then holds no second copy of what did not
+        change, and no push reads it again), else decoded (``decode``)."""
+        if kind in DECODERS:
+            meta = raw.get("metadata") or {}
+            version = meta.get("resourceVersion")
+            with self._lock:
+                held = self._objects[kind].get(meta.get("uid" if kind == PODS else "name"))
+            if held is not None and version and held.version == version:
+                return held
+        return decode(kind, raw)
+
     def apply(self, kind: str, event: str, obj: Any) -> None:
+        obj = kept(kind, obj)
         key = object_key(kind, obj)
         with self._lock:
             if event == "DELETED":
@@ -210,6 +254,7 @@ class Reflector(threading.Thread):
         change made to an early object between the two versions is not lost.
         """
         objects: list[Any] = []  # read at ``version``
+        last = ""  # etcd key of the last object read
         boundary: str | None = None  # etcd key of the last object read before an expiry
         token = None
         version = ""
@@ -224,12 +269,16 @@ class Reflector(threading.Thread):
                 if not fresh:
                     raise
                 if objects:
-                    boundary = etcd_key(objects[-1])
+                    boundary = last
                 objects, version, token = [], "", fresh
                 self.resumed += 1
                 logger.info("%s: continue token expired; continuing from the fresh one", self.kind)
                 continue
-            objects.extend(lean(item) for item in page.get("items") or [])
+            items = page.get("items") or []
+            if items:
+                last = etcd_key(items[-1])
+            objects.extend(self.cache.decoded(self.kind, item) for item in items)
+            del items
             meta = page.get("metadata") or {}
             if not version:  # the first page's version is the list's snapshot
                 version = meta.get("resourceVersion", "")
@@ -256,19 +305,18 @@ class Reflector(threading.Thread):
                 kwargs["resource_version_match"] = "Exact"
             page = self._page(**kwargs)
             for item in page.get("items") or []:
-                obj = lean(item)
-                if etcd_key(obj) > boundary:
+                if etcd_key(item) > boundary:
                     return found
-                found.append(obj)
+                found.append(self.cache.decoded(self.kind, item))
             token = (page.get("metadata") or {}).get("continue")
             if not token:
                 return found
 
     def _page(self, **kwargs: Any) -> dict[str, Any]:
-        """One list page, decoded from the raw body (no typed models, see ``lean``)."""
+        """One list page, decoded from the raw body (no typed models, see ``records``)."""
         response = self.list_call(_preload_content=False, **kwargs)
         try:
-            return json.loads(response.data)
+            return orjson.loads(response.data)
         finally:
             response.release_conn()
 
@@ -293,7 +341,7 @@ class Reflector(threading.Thread):
                         return
                     if not line:
                         continue
-                    event = json.loads(line)
+                    event = orjson.loads(line)
                     kind, raw = event.get("type"), event.get("object") or {}
                     if kind == "ERROR":
                         if raw.get("code") == 410:
@@ -307,17 +355,19 @@ class Reflector(threading.Thread):
                     if kind == "BOOKMARK":
                         version = meta.get("resourceVersion", version)
                         continue
-                    self.cache.apply(self.kind, kind, lean(raw))
+                    self.cache.apply(self.kind, kind, decode(self.kind, raw))
                     version = meta.get("resourceVersion", version)
             finally:
                 response.close()
                 response.release_conn()
 
 
-def etcd_key(obj: Any) -> str:
-    """Where the API server's list order puts ``obj``: ``namespace/name``, or the name."""
-    meta = obj.metadata
-    return f"{meta.namespace}/{meta.name}" if meta.namespace else meta.name
+def etcd_key(raw: dict[str, Any]) -> str:
+    """Where the API server's list order puts an object (its JSON): ``namespace/name``, or the
+    name."""
+    meta = raw.get("metadata") or {}
+    namespace, name = meta.get("namespace"), meta.get("name") or ""
+    return f"{namespace}/{name}" if namespace else name
 
 
 def _fresh_continue(error: ApiException) -> str | None:

@@ -1,7 +1,9 @@
 """Kubernetes objects -> the product's cluster-state vocabulary (SPEC 3.3). Pure functions.
 
-Input: the typed models of the official client (``V1Node``, ``V1Pod``,
-``V1PodDisruptionBudget``). Output: the items of a ``cluster-state`` body, as plain dicts.
+Input: pods and nodes as the agent keeps them (``records.PodRecord``, ``records.NodeRecord``;
+the client's typed ``V1Pod`` and ``V1Node`` are turned into records), disruption budgets as
+decoded JSON (``lean``) or typed models. Output: the items of a ``cluster-state`` body, as
+plain dicts.
 How each field is read, and where it follows YuniKorn's k8shim:
 
 - **Nodes**: ``capacity`` is the node's allocatable (``cpu`` -> ``vcore`` millicores, memory in
@@ -77,21 +79,22 @@ How each field is read, and where it follows YuniKorn's k8shim:
 from __future__ import annotations
 
 import hashlib
-import json
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from fractions import Fraction
 from typing import Any
 
 from preemption.placement import Application, Placer, UserGroup
-from scheduler_admin_agent.podresources import (  # noqa: F401 (re-exported)
-    _MEMO,
-    _add,
-    pod_requests,
-    task_resources,
-)
+from scheduler_admin_agent.podresources import _add
 from scheduler_admin_agent.quantities import QuantityError, parse_quantity, product_resources
+from scheduler_admin_agent.records import (
+    PodRecord,
+    as_node,
+    as_pod,
+    written,
+)
 
 #: Longest id the product stores (``scheduler_admin.base.limits.CLUSTER_ID_MAX_LENGTH``).
 ID_MAX_LENGTH = 253
@@ -105,11 +108,9 @@ APP_ANNOTATION = "yunikorn.apache.org/app-id"
 APP_LABEL = "applicationId"
 SPARK_APP_LABEL = "spark-app-selector"
 SPARK_ROLE_LABEL = "spark-role"
-USER_INFO_ANNOTATION = "yunikorn.apache.org/user.info"
 ALLOW_PREEMPTION_ANNOTATION = "yunikorn.apache.org/allow-preemption"
 TASK_GROUP_ANNOTATION = "yunikorn.apache.org/task-group-name"
 PARENT_QUEUE_ANNOTATION = "yunikorn.apache.org/parentqueue"
-DEFAULT_USER = "nobody"
 UNIQUE_AUTOGEN_SUFFIX = "-uniqueautogen"
 #: k8shim cuts a generated application id to this many characters.
 GENERATED_APP_ID_MAX = 63
@@ -168,26 +169,14 @@ class ClusterState:
 
 def when(moment: datetime | None) -> str | None:
     """ISO 8601 in UTC with ``Z``, as the product writes times."""
-    if moment is None:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC).isoformat().replace("+00:00", "Z")
-
-
-def _labels(obj: Any) -> Mapping[str, str]:
-    return obj.metadata.labels or {}
-
-
-def _annotations(obj: Any) -> Mapping[str, str]:
-    return obj.metadata.annotations or {}
+    return None if moment is None else written(moment)
 
 
 def pod_id(pod: Any) -> str:
     """``<namespace>/<name>@<uid>``, the name part shortened to fit ``ID_MAX_LENGTH``."""
-    meta = pod.metadata
-    suffix = f"{UID_SEPARATOR}{meta.uid}"
-    readable = f"{meta.namespace}/{meta.name}"
+    pod = as_pod(pod)
+    suffix = f"{UID_SEPARATOR}{pod.uid}"
+    readable = f"{pod.namespace}/{pod.name}"
     room = ID_MAX_LENGTH - len(suffix)
     return f"{readable[:room]}{suffix}"
 
@@ -204,7 +193,8 @@ def budget_id(pdb: Any) -> str:
 
 def pod_queue(pod: Any) -> str:
     """The queue a pod names, as written (k8shim's ``GetQueueNameFromPod``); "" for none."""
-    labels, annotations = _labels(pod), _annotations(pod)
+    pod = as_pod(pod)
+    labels, annotations = pod.labels, pod.notes
     return (
         labels.get(CANONICAL_QUEUE_LABEL)
         or annotations.get(QUEUE_ANNOTATION)
@@ -215,8 +205,8 @@ def pod_queue(pod: Any) -> str:
 
 def pod_application(pod: Any, *, unique_app_ids: bool = False) -> str:
     """k8shim's ``GetApplicationIDFromPod`` (see the module docstring)."""
-    labels, annotations = _labels(pod), _annotations(pod)
-    meta = pod.metadata
+    pod = as_pod(pod)
+    labels, annotations = pod.labels, pod.notes
     named = (
         labels.get(CANONICAL_APP_LABEL)
         or annotations.get(APP_ANNOTATION)
@@ -225,15 +215,13 @@ def pod_application(pod: Any, *, unique_app_ids: bool = False) -> str:
         or ""
     )
     if named.endswith(UNIQUE_AUTOGEN_SUFFIX):
-        named = f"{named.removesuffix(UNIQUE_AUTOGEN_SUFFIX)}-{meta.uid or ''}"
+        named = f"{named.removesuffix(UNIQUE_AUTOGEN_SUFFIX)}-{pod.uid or ''}"
     if named:
         return named
-    namespace = meta.namespace or ""
+    namespace = pod.namespace or ""
     if unique_app_ids:
         generated = (
-            f"{namespace[:26]}-{meta.uid}"
-            if meta.uid
-            else f"{namespace[:26]}{UNIQUE_AUTOGEN_SUFFIX}"
+            f"{namespace[:26]}-{pod.uid}" if pod.uid else f"{namespace[:26]}{UNIQUE_AUTOGEN_SUFFIX}"
         )
     else:
         generated = f"yunikorn-{namespace}-autogen"
@@ -241,27 +229,14 @@ def pod_application(pod: Any, *, unique_app_ids: bool = False) -> str:
 
 
 def pod_user(pod: Any) -> UserGroup:
-    """k8shim's ``GetUserFromPod``: the user.info annotation, else ``nobody``."""
-    raw = _annotations(pod).get(USER_INFO_ANNOTATION)
-    if not raw:
-        return UserGroup(DEFAULT_USER)
-    try:
-        info = json.loads(raw)
-    except ValueError:
-        return UserGroup(DEFAULT_USER)
-    if not isinstance(info, dict):
-        return UserGroup(DEFAULT_USER)
-    user = info.get("user")
-    groups = info.get("groups")
-    return UserGroup(
-        user if isinstance(user, str) and user else DEFAULT_USER,
-        tuple(str(group) for group in groups) if isinstance(groups, list) else (),
-    )
+    """k8shim's ``GetUserFromPod``: the user.info annotation, else ``nobody`` (read when the
+    pod arrives, ``records``)."""
+    return as_pod(pod).user
 
 
 def application_tags(pod: Any, namespaces: Mapping[str, Mapping[str, str]]) -> dict[str, str]:
     """The tags k8shim gives an application that placement rules can read."""
-    namespace = pod.metadata.namespace or "default"
+    namespace = pod.namespace or "default"
     tags = {"namespace": namespace}
     parent = (namespaces.get(namespace) or {}).get(PARENT_QUEUE_ANNOTATION)
     if parent:
@@ -269,82 +244,58 @@ def application_tags(pod: Any, namespaces: Mapping[str, Mapping[str, str]]) -> d
     return tags
 
 
-def is_ours(pod: Any, scheduler_name: str) -> bool:
-    return (pod.spec.scheduler_name or "default-scheduler") == scheduler_name
+def is_ours(pod: PodRecord, scheduler_name: str) -> bool:
+    return (pod.scheduler or "default-scheduler") == scheduler_name
 
 
-def is_active(pod: Any) -> bool:
+def is_active(pod: PodRecord) -> bool:
     """Not finished; a bound pod on its way out (``deletionTimestamp``) still holds its node
     until it is gone, for YuniKorn and the scheduler alike; an unbound one is no demand."""
-    if pod.status is not None and pod.status.phase in FINISHED_PHASES:
+    if pod.phase in FINISHED_PHASES:
         return False
-    return pod.metadata.deletion_timestamp is None or bool(pod.spec.node_name)
+    return not pod.deleting or bool(pod.node)
 
 
-def is_terminating(pod: Any) -> bool:
-    return pod.metadata.deletion_timestamp is not None
+def is_terminating(pod: PodRecord) -> bool:
+    return pod.deleting
 
 
-def scheduling_gates(pod: Any) -> list[str]:
+def scheduling_gates(pod: PodRecord) -> tuple[str, ...]:
     """The gates an unbound pod waits behind (k8shim creates no task for it until they go)."""
-    if pod.spec.node_name:
-        return []
-    return [gate.name for gate in pod.spec.scheduling_gates or []]
+    return () if pod.node else pod.gates
 
 
 def allow_preemption(pod: Any, priority_classes: Mapping[str, Mapping[str, str]]) -> bool:
     """k8shim's ``isPreemptSelfAllowed``: the pod's annotation when it is exactly ``true`` or
     ``false``; otherwise false only when its PriorityClass's annotation is exactly ``false``."""
-    value = _annotations(pod).get(ALLOW_PREEMPTION_ANNOTATION)
+    pod = as_pod(pod)
+    value = pod.notes.get(ALLOW_PREEMPTION_ANNOTATION)
     if value in ("true", "false"):
         return value == "true"
-    priority_class = priority_classes.get(pod.spec.priority_class_name or "") or {}
+    priority_class = priority_classes.get(pod.priority_class) or {}
     return priority_class.get(ALLOW_PREEMPTION_ANNOTATION) != "false"
-
-
-def _owner(obj: Any) -> Any | None:
-    """The controller owner reference (else the first one)."""
-    owners = obj.metadata.owner_references or []
-    for owner in owners:
-        if owner.controller:
-            return owner
-    return owners[0] if owners else None
 
 
 # --- Nodes ---------------------------------------------------------------------------------
 
 
-def node_ready(node: Any) -> bool:
-    for condition in (node.status.conditions if node.status else None) or []:
-        if condition.type == "Ready":
-            return condition.status == "True"
-    return False
-
-
 def node_item(node: Any, occupied: Mapping[str, Fraction] | None = None) -> dict[str, Any]:
     """One node: allocatable minus what other schedulers' pods take, and whether new pods may
     land there."""
-    allocatable = {
-        name: parse_quantity(value)
-        for name, value in ((node.status.allocatable if node.status else None) or {}).items()
-    }
+    node = as_node(node)
+    allocatable = {name: parse_quantity(value) for name, value in node.allocatable.items()}
     for name, value in (occupied or {}).items():
         if name in allocatable:
             allocatable[name] = max(Fraction(0), allocatable[name] - value)
     item: dict[str, Any] = {
-        "name": node.metadata.name,
+        "name": node.name,
         "capacity": product_resources(allocatable),
-        "schedulable": not (node.spec and node.spec.unschedulable) and node_ready(node),
+        "schedulable": not node.unschedulable and node.ready,
     }
-    labels = _labels(node)
-    if labels:
-        item["labels"] = dict(labels)
-    taints = [
-        {"key": taint.key, "value": taint.value or "", "effect": taint.effect}
-        for taint in ((node.spec.taints if node.spec else None) or [])
-    ]
-    if taints:
-        item["taints"] = taints
+    if node.labels:
+        item["labels"] = dict(node.labels)
+    if node.taints:
+        item["taints"] = [dict(taint) for taint in node.taints]
     return item
 
 
@@ -353,44 +304,9 @@ def node_item(node: Any, occupied: Mapping[str, Fraction] | None = None) -> dict
 
 def eligibility_fields(pod: Any) -> dict[str, Any]:
     """A pending pod's ``nodeSelector``, required node affinity and tolerations, as the product
-    reads them (SPEC 3.3); only the fields the pod sets.
-
-    ``matchFields`` (on ``metadata.name``) is not modelled: a term that has some is read from
-    its ``matchExpressions`` alone, and when such a term has none, the affinity is left out
-    (the pod may then be planned for a node its affinity rules out; kube-scheduler then does
-    not bind it there and the ask is planned again after its delay)."""
-    fields: dict[str, Any] = {}
-    if pod.spec.node_selector:
-        fields["node_selector"] = dict(pod.spec.node_selector)
-    affinity = pod.spec.affinity
-    node_affinity = affinity.node_affinity if affinity else None
-    required = (
-        node_affinity.required_during_scheduling_ignored_during_execution if node_affinity else None
-    )
-    terms = []
-    for term in (required.node_selector_terms if required else None) or []:
-        expressions = [
-            {"key": r.key, "operator": r.operator, "values": list(r.values or [])}
-            for r in term.match_expressions or []
-        ]
-        if not expressions and term.match_fields:
-            terms = []
-            break
-        terms.append(expressions)
-    if terms:
-        fields["node_affinity"] = terms
-    tolerations = [
-        {
-            "key": toleration.key or "",
-            "operator": toleration.operator or "Equal",
-            "value": toleration.value or "",
-            "effect": toleration.effect or "",
-        }
-        for toleration in pod.spec.tolerations or []
-    ]
-    if tolerations:
-        fields["tolerations"] = tolerations
-    return fields
+    reads them (SPEC 3.3; ``records.eligibility``); only the fields the pod sets."""
+    pod = as_pod(pod)
+    return pod.eligibility
 
 
 # --- Budgets -------------------------------------------------------------------------------
@@ -427,67 +343,44 @@ def budget_item(pdb: Any) -> dict[str, Any]:
 
 
 def required_node(pod: Any) -> str:
-    """The node a DaemonSet pod must run on ("" for other pods)."""
-    owner = _owner(pod)
-    if owner is None or owner.kind != "DaemonSet":
-        return ""
-    affinity = pod.spec.affinity
-    node_affinity = affinity.node_affinity if affinity else None
-    required = (
-        node_affinity.required_during_scheduling_ignored_during_execution if node_affinity else None
-    )
-    for term in (required.node_selector_terms if required else None) or []:
-        for requirement in term.match_fields or []:
-            if (
-                requirement.key == "metadata.name"
-                and requirement.operator == "In"
-                and requirement.values
-            ):
-                return str(requirement.values[0])
-    return pod.spec.node_name or ""
+    """The node a DaemonSet pod must run on ("" for other pods; read when the pod arrives,
+    ``records``)."""
+    return as_pod(pod).daemon_node
 
 
-def _created(pod: Any) -> datetime | None:
-    return pod.metadata.creation_timestamp
-
-
-def originators(pods_by_app: Mapping[str, list[Any]]) -> set[str]:
+def originators(pods_by_app: Mapping[str, list[PodRecord]]) -> set[str]:
     """Uids of each application's originator pod (see the module docstring)."""
     chosen: set[str] = set()
     for pods in pods_by_app.values():
-        driver = [pod for pod in pods if _labels(pod).get(SPARK_ROLE_LABEL) == "driver"]
+        driver = [pod for pod in pods if pod.labels.get(SPARK_ROLE_LABEL) == "driver"]
         if driver:
-            chosen.add(min(driver, key=_age_key).metadata.uid)
+            chosen.add(min(driver, key=_age_key).uid)
             continue
-        uids = {pod.metadata.uid for pod in pods}
-        owners = {
-            owner.uid
-            for pod in pods
-            for owner in (pod.metadata.owner_references or [])
-            if owner.kind == "Pod" and owner.uid in uids
-        }
+        owners = {owner for pod in pods for owner in pod.owner_pods}
         if owners:
-            owning = [pod for pod in pods if pod.metadata.uid in owners]
-            chosen.add(min(owning, key=_age_key).metadata.uid)
+            owners &= {pod.uid for pod in pods}
+        if owners:
+            owning = [pod for pod in pods if pod.uid in owners]
+            chosen.add(min(owning, key=_age_key).uid)
         else:
-            chosen.add(min(pods, key=_age_key).metadata.uid)
+            chosen.add(min(pods, key=_age_key).uid)
     return chosen
 
 
-def _age_key(pod: Any) -> tuple[str, str]:
-    return (when(_created(pod)) or "", pod.metadata.name or "")
+def _age_key(pod: PodRecord) -> tuple[str, str]:
+    return (pod.created or "", pod.name)
 
 
-def _budgets_of(pod: Any, budgets_by_namespace: Mapping[str, list[Any]]) -> list[str]:
+def _budgets_of(pod: PodRecord, budgets_by_namespace: Mapping[str, list[Any]]) -> list[str]:
     """The budgets the Eviction API applies to the pod (``getPodDisruptionBudgets``: same
     namespace, a selector that matches; an empty or missing selector matches nothing there)."""
-    labels = _labels(pod)
+    labels = pod.labels
     found = []
-    for pdb in budgets_by_namespace.get(pod.metadata.namespace, []):
+    for pdb in budgets_by_namespace.get(pod.namespace, ()):
         selector = pdb.spec.selector if pdb.spec else None
         empty = selector is None or not (selector.match_labels or selector.match_expressions)
         if not empty and selector_matches(selector, labels):
-            found.append(budget_id(pdb))
+            found.append(sys.intern(budget_id(pdb)))
     return found
 
 
@@ -501,7 +394,7 @@ def several_budgets_id(namespace: str, names: list[str]) -> str:
     return f"{namespace}/several-budgets-{digest}"
 
 
-def pod_kind(pod: Any, scheduler_name: str) -> str:
+def pod_kind(pod: PodRecord, scheduler_name: str) -> str:
     """How a pod counts: ``ours`` (a task), ``gated`` (ours, behind scheduling gates: left out
     with the reason), ``occupies`` (another scheduler's pod bound to a node: it takes part of
     that node) or ``""`` (nothing: finished, or another scheduler's unbound pod)."""
@@ -509,19 +402,35 @@ def pod_kind(pod: Any, scheduler_name: str) -> str:
         return ""
     if is_ours(pod, scheduler_name):
         return "gated" if scheduling_gates(pod) else "ours"
-    return "occupies" if pod.spec.node_name else ""
+    return "occupies" if pod.node else ""
 
 
-def gated_reason(pod: Any) -> str:
+def gated_reason(pod: PodRecord) -> str:
     return f"waits for scheduling gates ({', '.join(scheduling_gates(pod))}): not demand yet"
 
 
-def occupied_by(pod: Any) -> dict[str, Fraction] | None:
+def pod_requests(pod: Any) -> dict[str, Fraction]:
+    """What YuniKorn charges for a pod (``podresources``); ``QuantityError`` when a quantity
+    cannot be read."""
+    pod = as_pod(pod)
+    if pod.requests is None:
+        raise QuantityError(pod.bad_quantity)
+    return dict(pod.requests)
+
+
+def task_resources(pod: PodRecord) -> dict[str, int | str]:
+    """The pod's request in the product's units, with ``pods: 1`` (shared between pods that
+    ask for the same: never changed by its readers); ``QuantityError`` when unreadable."""
+    if pod.resources is None:
+        raise QuantityError(pod.bad_quantity)
+    return pod.resources
+
+
+def occupied_by(pod: PodRecord) -> dict[str, Fraction] | None:
     """What another scheduler's bound pod takes of its node (None: unreadable, not counted)."""
-    try:
-        used = pod_requests(pod)
-    except QuantityError:
+    if pod.requests is None:
         return None
+    used = dict(pod.requests)
     used["pods"] = used.get("pods", Fraction(0)) + 1  # one of the node's pod slots
     return used
 
@@ -542,11 +451,11 @@ def translate(
     task as a whole.
     """
     state = ClusterState()
-    nodes = list(nodes)
-    node_names = {node.metadata.name for node in nodes}
-    ours: list[Any] = []
+    nodes = [as_node(node) for node in nodes]
+    node_names = {node.name for node in nodes}
+    ours: list[PodRecord] = []
     occupied: dict[str, dict[str, Fraction]] = {}
-    for pod in pods:
+    for pod in map(as_pod, pods):
         kind = pod_kind(pod, scheduler_name)
         if kind == "gated":
             state.skipped[pod_id(pod)] = gated_reason(pod)
@@ -555,16 +464,16 @@ def translate(
         elif kind == "occupies":
             used = occupied_by(pod)
             if used is not None:
-                _add(occupied.setdefault(pod.spec.node_name, {}), used)
-    for node in sorted(nodes, key=lambda node: node.metadata.name):
-        state.nodes[node.metadata.name] = node_item(node, occupied.get(node.metadata.name))
+                _add(occupied.setdefault(pod.node, {}), used)
+    for node in sorted(nodes, key=lambda node: node.name):
+        state.nodes[node.name] = node_item(node, occupied.get(node.name))
 
     budgets_by_namespace: dict[str, list[Any]] = {}
     for pdb in sorted(pdbs, key=budget_id):
         state.budgets[budget_id(pdb)] = budget_item(pdb)
         budgets_by_namespace.setdefault(pdb.metadata.namespace, []).append(pdb)
 
-    by_app: dict[str, list[Any]] = {}
+    by_app: dict[str, list[PodRecord]] = {}
     for pod in ours:
         by_app.setdefault(pod_application(pod, unique_app_ids=reading.unique_app_ids), []).append(
             pod
@@ -577,7 +486,7 @@ def translate(
         for pod in pods:
             kind, item = task_item(
                 pod,
-                AppFacts(app, queue, not_placed, gang, pod.metadata.uid in first_pods),
+                AppFacts(app, queue, not_placed, gang, pod.uid in first_pods),
                 node_names,
                 budgets_by_namespace,
                 reading,
@@ -592,9 +501,9 @@ def translate(
     return state
 
 
-def is_gang(pods: Iterable[Any]) -> bool:
+def is_gang(pods: Iterable[PodRecord]) -> bool:
     """A gang (one job per application): any pod carries a task-group annotation."""
-    return any(TASK_GROUP_ANNOTATION in _annotations(pod) for pod in pods)
+    return any(TASK_GROUP_ANNOTATION in pod.notes for pod in pods)
 
 
 def several_budgets_item(name: str) -> dict[str, Any]:
@@ -613,7 +522,7 @@ class AppFacts:
 
 
 def task_item(
-    pod: Any,
+    pod: PodRecord,
     facts: AppFacts,
     node_names: set[str] | Mapping[str, Any],
     budgets_by_namespace: Mapping[str, list[Any]],
@@ -633,42 +542,41 @@ def task_item(
         "id": pod_id(pod),
         "app": app,
         "queue": facts.queue,
-        "user": pod_user(pod).user[:ID_MAX_LENGTH],
+        "user": pod.user.user[:ID_MAX_LENGTH],
         "resources": resources,
-        "priority": pod.spec.priority or 0,
+        "priority": pod.priority,
         # A terminating pod is on its way out: never a victim again.
         "allow_preemption": allow_preemption(pod, reading.priority_classes)
         and not is_terminating(pod),
     }
     if facts.gang:
         item["job"] = app
-    daemon_node = required_node(pod)
+    daemon_node = pod.daemon_node
     if daemon_node and daemon_node in node_names:
         item["required_node"] = daemon_node
-    if pod.spec.node_name:
-        status = pod.status
-        item["node"] = pod.spec.node_name
+    if pod.node:
+        item["node"] = pod.node
         item["originator"] = facts.originator
-        item["created_at"] = when((status.start_time if status else None) or _created(pod))
-        if status and status.qos_class:
-            item["qos"] = status.qos_class
+        item["created_at"] = pod.started or pod.created
+        if pod.qos:
+            item["qos"] = pod.qos
         budgets = _budgets_of(pod, budgets_by_namespace)
         if len(budgets) == 1:
             item["pdb"] = budgets[0]
         elif budgets:
-            item["pdb"] = several_budgets_id(pod.metadata.namespace, budgets)
+            item["pdb"] = several_budgets_id(pod.namespace, budgets)
         return "allocations", item
-    item["created_at"] = when(_created(pod))
-    item["preemption_policy"] = pod.spec.preemption_policy or "PreemptLowerPriority"
-    nominated = pod.status.nominated_node_name if pod.status else None
+    item["created_at"] = pod.created
+    item["preemption_policy"] = pod.preemption_policy or "PreemptLowerPriority"
+    nominated = pod.nominated
     if nominated and nominated in node_names:
         item["node"] = nominated
-    item.update(eligibility_fields(pod))
+    item.update(pod.eligibility)
     return "asks", item
 
 
 def place_applications(
-    by_app: Mapping[str, list[Any]], reading: Reading, state: ClusterState
+    by_app: Mapping[str, list[PodRecord]], reading: Reading, state: ClusterState
 ) -> dict[str, tuple[str, str]]:
     """Each application's queue, or "" and why its pods are left out. Applications are placed
     in the order YuniKorn saw them (oldest pod first), so one placed later finds the dynamic
@@ -683,7 +591,7 @@ def place_applications(
             tags=application_tags(pod, reading.namespaces),
         )  # fmt: skip
         placement = placer.place(application)
-        if not placement.placed and any(member.spec.node_name for member in by_app[app]):
+        if not placement.placed and any(member.node for member in by_app[app]):
             # Running, yet no rule places it now: YuniKorn holds it in its recovery queue.
             placement = placer.place(replace(application, forced=True))
         for created in placement.created:
@@ -698,12 +606,12 @@ def place_applications(
     return result
 
 
-def _unplaceable(pod: Any, app: str, node_names: set[str]) -> str:
+def _unplaceable(pod: PodRecord, app: str, node_names: set[str] | Mapping[str, Any]) -> str:
     if len(app) > ID_MAX_LENGTH:
         return f"application id longer than {ID_MAX_LENGTH} characters"
-    if pod.spec.node_name and pod.spec.node_name not in node_names:
-        return f"node {pod.spec.node_name} is not in the cluster's node list"
-    daemon_node = required_node(pod)
-    if daemon_node and daemon_node not in node_names and not pod.spec.node_name:
+    if pod.node and pod.node not in node_names:
+        return f"node {pod.node} is not in the cluster's node list"
+    daemon_node = pod.daemon_node
+    if daemon_node and daemon_node not in node_names and not pod.node:
         return f"required node {daemon_node} is not in the cluster's node list"
     return ""

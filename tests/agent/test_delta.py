@@ -23,12 +23,12 @@ from scheduler_admin_agent.kube import (
     PODS,
     PRIORITY_CLASSES,
     ClusterCache,
+    decode,
 )
-from scheduler_admin_agent.lean import lean
 from scheduler_admin_agent.product import ProductClient
 from scheduler_admin_agent.sync import StateSync
 from scheduler_admin_agent.translate import Reading, translate
-from tests.agent.test_lean import QUEUES_YAML
+from tests.agent.test_records import QUEUES_YAML
 from tests.support.kube import fixtures
 
 #: The same queues with a rule that creates a queue per namespace (dynamic queues: every
@@ -124,7 +124,7 @@ class World:
         for name in ("prod-high", "research-high", "batch-nopreempt"):
             self.put(PRIORITY_CLASSES, {"metadata": {"name": name, "annotations": {}}}, listed=True)
         for kind, table in self.objects.items():
-            self.cache.replace(kind, [lean(copy.deepcopy(raw)) for raw in table.values()])
+            self.cache.replace(kind, [decode(kind, copy.deepcopy(raw)) for raw in table.values()])
         self.removed_nodes: list[dict[str, Any]] = []
 
     def key(self, kind: str, raw: dict[str, Any]) -> str:
@@ -138,11 +138,11 @@ class World:
         raw["metadata"]["resourceVersion"] = str(self.version)
         self.objects[kind][self.key(kind, raw)] = raw
         if not listed:
-            self.cache.apply(kind, "MODIFIED", lean(copy.deepcopy(raw)))
+            self.cache.apply(kind, "MODIFIED", decode(kind, copy.deepcopy(raw)))
 
     def delete(self, kind: str, key: str) -> dict[str, Any]:
         raw = self.objects[kind].pop(key)
-        self.cache.apply(kind, "DELETED", lean(copy.deepcopy(raw)))
+        self.cache.apply(kind, "DELETED", decode(kind, copy.deepcopy(raw)))
         return raw
 
     def pick(self, kind: str) -> dict[str, Any]:
@@ -228,11 +228,11 @@ class World:
             self.put(PRIORITY_CLASSES, priority_class)
         elif choice == 16:  # a watch that ended in 410: the pods listed again
             self.cache.replace(
-                PODS, [lean(copy.deepcopy(raw)) for raw in self.objects[PODS].values()]
+                PODS, [decode(PODS, copy.deepcopy(raw)) for raw in self.objects[PODS].values()]
             )
 
     def full(self, config: dict[str, Any]) -> Any:
-        objects = {kind: [lean(copy.deepcopy(raw)) for raw in table.values()]
+        objects = {kind: [decode(kind, copy.deepcopy(raw)) for raw in table.values()]
                    for kind, table in self.objects.items()}  # fmt: skip
         annotations = {
             kind: {obj.metadata.name: dict(obj.metadata.annotations or {}) for obj in objects[kind]}

@@ -141,4 +141,4 @@ def test_soft_eviction_labels_the_pod_and_waits_for_its_owner(kube: FakeKubeAPI)
 def test_order_ids_name_pods_by_uid(kube: FakeKubeAPI) -> None:
     _, cache = evictor(kube)
     pod = cache.snapshot()[0][PODS][0]
-    assert order(kube, pod.metadata.namespace, pod.metadata.name)["allocation_id"] == pod_id(pod)
+    assert order(kube, pod.namespace, pod.name)["allocation_id"] == pod_id(pod)

@@ -45,12 +45,12 @@ def cluster() -> Iterator[tuple[FakeKubeAPI, ClusterCache, list]]:
 
 def names(cache: ClusterCache, kind: str) -> set[str]:
     objects, _ = cache.snapshot()
-    return {obj.metadata.name for obj in objects[kind]}
+    return {obj.metadata.name if kind == BUDGETS else obj.name for obj in objects[kind]}
 
 
 def cordoned(cache: ClusterCache) -> set[str]:
     objects, _ = cache.snapshot()
-    return {node.metadata.name for node in objects[NODES] if node.spec.unschedulable}
+    return {node.name for node in objects[NODES] if node.unschedulable}
 
 
 def test_the_first_list_fills_the_cache(cluster) -> None:
