@@ -22,7 +22,7 @@ so the two cannot drift apart; ``tests/unit/test_explain.py`` pins each reason's
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from types import MappingProxyType
@@ -125,7 +125,12 @@ class CandidateRecord(NamedTuple):
 
 
 def explain(
-    state: ClusterState, plan: Plan, subject: str, options: Options | None = None
+    state: ClusterState,
+    plan: Plan,
+    subject: str,
+    options: Options | None = None,
+    *,
+    only: Collection[str] | None = None,
 ) -> list[CandidateRecord]:
     """One record per explanation of ``plan`` (sorted by candidate id, as the plan's are).
 
@@ -133,11 +138,16 @@ def explain(
     (inter-queue, required-node, priority) or the job id or one of its asks' ids (job);
     ``options`` those the plan was made with (the defaults when None). A plan without
     explanations (``not_triggered``) has no records.
+
+    ``only``: the records of just these candidates (others named are ignored), each the same
+    as the full list has for it. A preview shows its plan's first candidates, not all 100,000:
+    the quota replay then still walks every candidate (the numbers of one depend on those
+    before it) but writes the sentences of these alone.
     """
     if not plan.explanations:
         return []
     with _collector_paused():
-        return _explain(state, plan, subject, options or Options())
+        return _explain(state, plan, subject, options or Options(), only)
 
 
 @contextmanager
@@ -161,15 +171,25 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _explain(
-    state: ClusterState, plan: Plan, subject: str, options: Options
+    state: ClusterState, plan: Plan, subject: str, options: Options, only: Collection[str] | None
 ) -> list[CandidateRecord]:
-    describe = _DESCRIBERS[plan.policy]
-    notes = describe(state, plan, subject, options)
-    by_id = {allocation.id: allocation for allocation in state.allocations}
+    verdicts = plan_verdicts(plan)
+    if plan.policy == PolicyName.QUOTA:
+        notes = describe_quota(state, plan, subject, options, only=only)
+    else:
+        notes = _DESCRIBERS[plan.policy](state, plan, subject, options)
+    if only is not None:
+        wanted = only if isinstance(only, set | frozenset) else set(only)
+        verdicts = [verdict for verdict in verdicts if verdict[0] in wanted]
+        by_id = {
+            allocation.id: allocation for allocation in state.allocations if allocation.id in wanted
+        }
+    else:
+        by_id = {allocation.id: allocation for allocation in state.allocations}
     position = {victim: index for index, victim in enumerate(plan.victims, 1)}
     records = []
     append = records.append
-    for candidate, accepted, reason in plan_verdicts(plan):
+    for candidate, accepted, reason in verdicts:
         # Popped: the note is done with once its record is made (fewer objects kept alive).
         note = notes.pop(candidate, None) or Note(_unexplained(reason))
         place = position.get(candidate) if accepted else None

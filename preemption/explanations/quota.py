@@ -3,6 +3,7 @@ leaf's share of the target before and after it, and why a leaf was given no shar
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 
 from preemption import resources
@@ -36,11 +37,23 @@ def _quota_key(allocation: Allocation, stamps: dict[datetime, str] | None = None
     )
 
 
-def describe_quota(state: ClusterState, plan: Plan, queue: str, options: Options) -> Notes:
+def describe_quota(
+    state: ClusterState,
+    plan: Plan,
+    queue: str,
+    options: Options,
+    *,
+    only: Collection[str] | None = None,
+) -> Notes:
     """Replay ``quota._Selection`` leaf by leaf (leaves in path order): static rules, then the
     walk in the seed's order with ``remaining`` and the guarantees taken so far; candidates of
-    leaves given no share are told why their leaf got none."""
+    leaves given no share are told why their leaf got none.
+
+    ``only``: notes for these candidates alone (``explain``'s ``only``). The walk still goes
+    through every candidate, keeping what remains and what the victims took, but the sentences
+    (most of the time here) are written for these only."""
     del options  # the quota policy has no tunables
+    shown = None if only is None else (only if isinstance(only, set | frozenset) else set(only))
     hierarchy = state.hierarchy
     reasons = plan_reasons(plan)
     position = {victim: index for index, victim in enumerate(plan.victims, 1)}
@@ -86,8 +99,21 @@ def describe_quota(state: ClusterState, plan: Plan, queue: str, options: Options
         in_order = f" in the order of {leaf}: "
         met = ""  # "target already met ..." once the target is met
         for rank, allocation in enumerate(walk, 1):
-            place = f"{ordinal(rank)}{in_order}{_quota_key(allocation, stamps)}"
             reason = reasons[allocation.id]
+            if shown is not None and allocation.id not in shown:
+                if reason == Reason.VICTIM:  # what the next candidates' notes depend on
+                    subtract_into(remaining, allocation.resources)
+                    for path in guarded:
+                        add_into(removed.setdefault(path, {}), allocation.resources)
+                    before = {leaf: dict(remaining)}
+                    left_words = amounts(remaining)
+                    number = position[allocation.id]
+                    met = (
+                        f"target already met: {leaf} remaining 0 after the {ordinal(number)} "
+                        f"victim ({allocation.id}); "
+                    )
+                continue
+            place = f"{ordinal(rank)}{in_order}{_quota_key(allocation, stamps)}"
             if reason == Reason.VICTIM:
                 subtract_into(remaining, allocation.resources)
                 for path in guarded:
@@ -123,12 +149,19 @@ def describe_quota(state: ClusterState, plan: Plan, queue: str, options: Options
 
     # Candidates of leaves given no share: one note per leaf, shared by its candidates.
     for leaf, allocations in by_leaf.items():
-        unnoted = [allocation.id for allocation in allocations if allocation.id not in notes]
+        unnoted = [
+            allocation.id
+            for allocation in allocations
+            if allocation.id not in notes and (shown is None or allocation.id in shown)
+        ]
         if unnoted:
             notes.update(dict.fromkeys(unnoted, Note(_why_no_share(state, queue, leaf))))
-    if len(notes) < len(reasons):  # explained, but not running in this state
+    wanted = (
+        reasons if shown is None else [candidate for candidate in shown if candidate in reasons]
+    )
+    if len(notes) < len(wanted):  # explained, but not running in this state
         nowhere = Note(_why_no_share(state, queue, ""))
-        for candidate in reasons:
+        for candidate in wanted:
             notes.setdefault(candidate, nowhere)
     return notes
 

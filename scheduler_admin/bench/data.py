@@ -239,6 +239,7 @@ def big_tenant(partition, total: int) -> Iterator[int]:
     from django.utils import timezone
 
     from scheduler_admin.cluster.models import Allocation, Application
+    from scheduler_admin.enforcement.models import EvictionOrder
     from scheduler_admin.queues.models import Queue
     from scheduler_admin.queues.services import update_queue
 
@@ -271,6 +272,7 @@ def big_tenant(partition, total: int) -> Iterator[int]:
     try:
         yield usage
     finally:
+        EvictionOrder.objects.filter(partition=partition, allocation_id__startswith="big-").delete()
         Allocation.objects.filter(partition=partition, external_id__startswith="big-").delete()
         queue = Queue.objects.get(partition=partition, path=BIG_TENANT)
         update_queue(

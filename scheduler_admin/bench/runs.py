@@ -48,9 +48,12 @@ PLAN_SECONDS: list[float] = []
 #: The last round's parts, by name (``_timing``): plan, load, engine, store.
 PHASES: dict[str, float] = {}
 #: The big run: tasks below ``data.BIG_TENANT`` (its candidates), and how far its max is
-#: lowered below its usage (about 5,000 victims of 100 millicores, spread over its leaves).
+#: lowered below its usage: about 5,000 victims of 100 millicores spread over its leaves (a
+#: leaf's share rounds up to whole tasks, so the plan takes a few more than the target needs;
+#: the target is kept above 5,000 tasks' worth, so the run is still needed at its last chunk
+#: and finishes instead of stopping early).
 BIG_CANDIDATES = 100_000
-BIG_OVER_BY = 500_000
+BIG_OVER_BY = 502_000
 
 
 def rows(context) -> Iterator[Row]:

@@ -477,6 +477,25 @@ def test_every_scenario_plan_is_described_candidate_by_candidate_without_contrad
     assert seen == set(Reason)  # every reason code is met, and none falls back to its code
 
 
+def test_explaining_only_some_candidates_gives_their_records_of_the_full_explanation():
+    """``only`` (a preview explains its first candidates): each record is the one the full
+    list has, whichever candidates are left out before it in the policy's walk."""
+    checked = 0
+    for path, plan, records in _explained_scenarios():
+        scenario = load_scenario(path)
+        kind, value = scenario.action
+        state, subject = scenario.state, value
+        if kind == "quota":
+            subject, new_max = value
+            state = with_new_max(state, subject, new_max)
+        ids = [record.candidate for record in records]
+        for picked in (set(ids[::2]), set(ids[1::3]), {ids[-1], "no-such-task"} if ids else set()):
+            got = explain(state, plan, subject, scenario.options, only=picked)
+            assert got == [record for record in records if record.candidate in picked], path
+            checked += 1
+    assert checked > 30
+
+
 def test_quota_tasks_left_in_a_deleted_queue_are_told_why():
     """root.p.gone was removed from the config while its task still runs: the plan explains the
     task but gives the unconfigured path no share; the record says so (it used to raise
