@@ -7,11 +7,16 @@ to ``preemption``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
-from django.db.models import Q
+from django.db import connection
+from django.db.models import Q, QuerySet
+from psycopg.adapt import Loader
+from psycopg.types.datetime import TimestamptzLoader
 
 from preemption import model
 from preemption.config import ROOT, PartitionConfig
@@ -127,9 +132,8 @@ def load_quota_state(
     subtrees = Q()
     for queue in roots:
         subtrees |= Q(queue_path=queue) | Q(queue_path__startswith=queue + ".")
-    allocations = tuple(
-        _allocation(row)
-        for row in Allocation.objects.filter(
+    allocations = _read_allocations(
+        Allocation.objects.filter(
             subtrees,
             partition=partition,
             state__in=[AllocationState.RUNNING, AllocationState.PREEMPTING],
@@ -278,6 +282,62 @@ def _allocation(row: tuple) -> model.Allocation:
         created_at=created_at,
         state=model.AllocationState(state),
     )
+
+
+class _IsoTimestamptz(Loader):
+    """``timestamptz`` text read with ``datetime.fromisoformat`` (C, about ten times faster
+    than psycopg's pure-Python parser); anything it does not read goes to psycopg's."""
+
+    def __init__(self, oid: int, context: Any = None) -> None:
+        super().__init__(oid, context)
+        self._fallback = TimestamptzLoader(oid, context)
+
+    def load(self, data: Any) -> datetime:
+        try:
+            return datetime.fromisoformat(bytes(data).decode())
+        except ValueError:
+            return self._fallback.load(data)
+
+
+_STATES = {state.value: state for state in model.AllocationState}
+_QOS = {qos.value: qos for qos in model.QoS}
+
+
+def _read_allocations(rows: QuerySet) -> tuple[model.Allocation, ...]:
+    """The engine's allocations of a ``values_list(*_ALLOCATION_FIELDS)`` query, as
+    ``_allocation`` makes them, for 100,000 rows at a time (a quota plan of a big tenant).
+
+    The query runs on a plain cursor, without Django's per-value converters: ``resources`` come
+    as JSON text (Django's loader for ``jsonb``), decoded once per distinct text (tasks mostly
+    ask the same few amounts; the engine only reads them), and times are read with
+    ``fromisoformat`` (``_IsoTimestamptz``). Half the time of loading a big tenant was the
+    converters and psycopg's pure-Python time parser. Elsewhere (SQLite) the rows are read
+    through Django, as ``load_cluster_state`` reads them."""
+    if connection.vendor != "postgresql":  # the embedded SQLite default: the plain way
+        return tuple(_allocation(row) for row in rows)
+    sql, params = rows.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.cursor.adapters.register_loader("timestamptz", _IsoTimestamptz)
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    decoded: dict[Any, Any] = {}
+    make = model.Allocation
+    allocations = []
+    append = allocations.append
+    for (id_, app, queue, node, resources, priority, allow, originator, required, job, qos, pdb,
+         created_at, state) in fetched:  # fmt: skip
+        amounts = decoded.get(resources)
+        if amounts is None:
+            amounts = decoded[resources] = (
+                json.loads(resources) if isinstance(resources, str | bytes) else resources
+            )
+        append(
+            make(
+                id_, app, queue, node, amounts, priority, allow, originator, required or None,
+                job or None, _QOS[qos] if qos else None, pdb or None, created_at, _STATES[state],
+            )
+        )  # fmt: skip
+    return tuple(allocations)
 
 
 def _ask(row: tuple) -> model.Ask:
