@@ -44,6 +44,7 @@ __all__ = [
     "CandidateRecord",
     "amounts",
     "explain",
+    "explain_lazily",
     "ordinal",
     "subject_facts",
 ]
@@ -147,7 +148,21 @@ def explain(
     if not plan.explanations:
         return []
     with _collector_paused():
-        return _explain(state, plan, subject, options or Options(), only)
+        return list(_records(state, plan, subject, options or Options(), only))
+
+
+def explain_lazily(
+    state: ClusterState, plan: Plan, subject: str, options: Options | None = None
+) -> Iterator[CandidateRecord]:
+    """``explain``'s records one by one, each made when it is read (the replay runs at the
+    first): a run's store writes each to the database as it comes and drops it, so the
+    database works on the rows while the next ones are made, and 100,000 records are never all
+    alive at once. The collector is paused until the last one is read (or the reader drops
+    them), as in ``explain``: the replay's notes for every candidate are alive meanwhile."""
+    if not plan.explanations:
+        return
+    with _collector_paused():
+        yield from _records(state, plan, subject, options or Options(), None)
 
 
 @contextmanager
@@ -170,14 +185,15 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _explain(
+def _records(
     state: ClusterState, plan: Plan, subject: str, options: Options, only: Collection[str] | None
-) -> list[CandidateRecord]:
+) -> Iterator[CandidateRecord]:
     verdicts = plan_verdicts(plan)
-    if plan.policy == PolicyName.QUOTA:
-        notes = describe_quota(state, plan, subject, options, only=only)
+    describe = _DESCRIBERS[plan.policy]
+    if only is not None and plan.policy == PolicyName.QUOTA:  # the replay that can skip notes
+        notes = describe(state, plan, subject, options, only=only)
     else:
-        notes = _DESCRIBERS[plan.policy](state, plan, subject, options)
+        notes = describe(state, plan, subject, options)
     if only is not None:
         wanted = only if isinstance(only, set | frozenset) else set(only)
         verdicts = [verdict for verdict in verdicts if verdict[0] in wanted]
@@ -187,53 +203,46 @@ def _explain(
     else:
         by_id = {allocation.id: allocation for allocation in state.allocations}
     position = {victim: index for index, victim in enumerate(plan.victims, 1)}
-    records = []
-    append = records.append
     for candidate, accepted, reason in verdicts:
         # Popped: the note is done with once its record is made (fewer objects kept alive).
         note = notes.pop(candidate, None) or Note(_unexplained(reason))
         place = position.get(candidate) if accepted else None
         allocation = by_id.get(candidate)
         if allocation is None:
-            append(
-                CandidateRecord(
-                    candidate,
-                    accepted,
-                    reason,
-                    note.detail,
-                    place,
-                    note.rank,
-                    remaining_before=note.before,
-                    remaining_after=note.after,
-                )
-            )
-            continue
-        # The facts the decision used, positionally in field order (one record per candidate:
-        # this loop runs 100,000 times for a big plan).
-        append(
-            CandidateRecord(
+            yield CandidateRecord(
                 candidate,
                 accepted,
                 reason,
                 note.detail,
                 place,
                 note.rank,
-                allocation.queue,
-                allocation.app,
-                allocation.node,
-                allocation.resources,
-                allocation.priority,
-                str(allocation.qos) if allocation.qos else "",
-                allocation.created_at,
-                allocation.originator,
-                allocation.allow_preemption,
-                allocation.pdb or "",
-                allocation.required_node or "",
-                note.before,
-                note.after,
+                remaining_before=note.before,
+                remaining_after=note.after,
             )
+            continue
+        # The facts the decision used, positionally in field order (one record per candidate:
+        # this loop runs 100,000 times for a big plan).
+        yield CandidateRecord(
+            candidate,
+            accepted,
+            reason,
+            note.detail,
+            place,
+            note.rank,
+            allocation.queue,
+            allocation.app,
+            allocation.node,
+            allocation.resources,
+            allocation.priority,
+            str(allocation.qos) if allocation.qos else "",
+            allocation.created_at,
+            allocation.originator,
+            allocation.allow_preemption,
+            allocation.pdb or "",
+            allocation.required_node or "",
+            note.before,
+            note.after,
         )
-    return records
 
 
 def _unexplained(reason: Reason) -> str:
@@ -283,7 +292,7 @@ def subject_facts(state: ClusterState, plan: Plan, subject: str) -> dict[str, An
     return facts
 
 
-_DESCRIBERS: dict[str, Callable[[ClusterState, Plan, str, Options], Notes]] = {
+_DESCRIBERS: dict[str, Callable[..., Notes]] = {
     PolicyName.QUOTA: describe_quota,
     PolicyName.INTER_QUEUE: describe_inter_queue,
     PolicyName.PRIORITY: describe_priority,

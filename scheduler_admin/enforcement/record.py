@@ -12,13 +12,13 @@ INSERT per ``BATCH`` rows. Both write the same values (``candidate_values``).
 from __future__ import annotations
 
 import json
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, models
 
-from preemption.explain import CandidateRecord, explain, subject_facts
+from preemption.explain import CandidateRecord, explain, explain_lazily, subject_facts
 from preemption.model import ClusterState, Options, Plan
 from scheduler_admin.cluster.models import Allocation
 from scheduler_admin.enforcement.models import PreemptionRun, RunCandidate, RunVictim
@@ -40,18 +40,54 @@ COLUMNS = (
 @dataclass(frozen=True)
 class Described:
     """A plan described for the record: every explained candidate with its facts and specific
-    reason, and what the plan was for, from the state the plan was made on."""
+    reason (``records``: they are read once, when stored, or again if the store is retried),
+    the facts of its victims (queue, node, resources), and what the plan was for, from the
+    state the plan was made on."""
 
-    candidates: list[CandidateRecord]
+    records: Callable[[], Iterable[CandidateRecord]]
+    victims: dict[str, tuple[str, str, dict[str, int]]]
     subject: dict[str, Any]
 
     @classmethod
     def of(
         cls, state: ClusterState, plan: Plan, subject: str, options: Options | None = None
     ) -> Described:
-        """``options``: those the plan was made with (the explanation of a required-node
-        plan depends on them); the defaults when None."""
-        return cls(explain(state, plan, subject, options), subject_facts(state, plan, subject))
+        """Explained now (``explain``): ask runs describe their plan before they take the
+        run-creation lock. ``options``: those the plan was made with (the explanation of a
+        required-node plan depends on them); the defaults when None."""
+        candidates = explain(state, plan, subject, options)
+        return cls(
+            lambda: candidates, _victim_facts(state, plan), subject_facts(state, plan, subject)
+        )
+
+    @classmethod
+    def while_stored(
+        cls, state: ClusterState, plan: Plan, subject: str, options: Options | None = None
+    ) -> Described:
+        """Explained as the rows are written (``explain_lazily``): each record is made, written
+        to the ``COPY`` and dropped, so for 100,000 candidates the database stores rows while
+        the next ones are explained (one core each) instead of after them, and they are never
+        all held at once. For a quota run, whose store holds only the run's own fence."""
+        return cls(
+            lambda: explain_lazily(state, plan, subject, options),
+            _victim_facts(state, plan),
+            subject_facts(state, plan, subject),
+        )
+
+    @property
+    def candidates(self) -> list[CandidateRecord]:
+        return list(self.records())
+
+
+def _victim_facts(state: ClusterState, plan: Plan) -> dict[str, tuple[str, str, dict[str, int]]]:
+    """Queue, node and resources of each victim, as its candidate record has them (none for a
+    victim not in the state, as its record has none)."""
+    victims = set(plan.victims)
+    facts = dict.fromkeys(victims, ("", "", {}))
+    for allocation in state.allocations:
+        if allocation.id in victims:
+            facts[allocation.id] = (allocation.queue, allocation.node, dict(allocation.resources))
+    return facts
 
 
 def candidate_values(
@@ -84,7 +120,7 @@ def candidate_values(
 
 def store_candidates(
     run: PreemptionRun,
-    records: Sequence[CandidateRecord],
+    records: Iterable[CandidateRecord],
     vanished: Collection[str] = (),
     *,
     copy: bool | None = None,
@@ -119,7 +155,7 @@ _COPY_CHUNK = 2000
 
 
 def _copy(
-    run: PreemptionRun, records: Sequence[CandidateRecord], vanished: Collection[str]
+    run: PreemptionRun, records: Iterable[CandidateRecord], vanished: Collection[str]
 ) -> None:
     """PostgreSQL's ``COPY`` in its text format, the lines written here: the same values as
     ``candidate_values`` (JSON columns as compact JSON text), about three times faster than
@@ -217,7 +253,7 @@ def store_plan(run: PreemptionRun, plan: Plan, described: Described) -> list[str
                 partition=run.partition, external_id__in=plan.victims
             ).values_list("external_id", flat=True)
         )
-    chosen = {record.candidate: record for record in described.candidates if record.accepted}
+    facts = described.victims
     kept = [victim for victim in plan.victims if victim in present]
     if connection.vendor == "postgresql":  # 5,000 victims: COPY, as the candidates
         copy_lines(
@@ -225,8 +261,8 @@ def store_plan(run: PreemptionRun, plan: Plan, described: Described) -> list[str
             ("run_id", "position", "allocation_id", "queue_path", "node_name", "resources"),
             (
                 "\t".join(
-                    (str(run.pk), str(index), *_escaped((victim, chosen[victim].queue,
-                     chosen[victim].node, _JSON(dict(chosen[victim].resources))))),
+                    (str(run.pk), str(index), *_escaped((victim, facts[victim][0],
+                     facts[victim][1], _JSON(facts[victim][2])))),
                 )
                 for index, victim in enumerate(kept)
             ),
@@ -238,15 +274,15 @@ def store_plan(run: PreemptionRun, plan: Plan, described: Described) -> list[str
                     run=run,
                     position=index,
                     allocation_id=victim,
-                    queue_path=chosen[victim].queue,
-                    node_name=chosen[victim].node,
-                    resources=dict(chosen[victim].resources),
+                    queue_path=facts[victim][0],
+                    node_name=facts[victim][1],
+                    resources=facts[victim][2],
                 )
                 for index, victim in enumerate(kept)
             ]
         )
     vanished = [victim for victim in plan.victims if victim not in present]
-    store_candidates(run, described.candidates, set(vanished))
+    store_candidates(run, described.records(), set(vanished))
     run.planned = True
     run.outcome = str(plan.outcome)
     run.node = plan.node or ""
