@@ -71,8 +71,16 @@ def describe_quota(
         paths = [leaf, *hierarchy.ancestors(leaf)]
         # Only a queue with a guarantee can be taken below it (``broken_guarantee_text``).
         guarded = [path for path in paths if hierarchy.queues[path].guaranteed]
+        members = by_leaf.get(leaf, [])
+        if shown is not None and not any(allocation.id in shown for allocation in members):
+            # No note wanted here: only what its victims take matters to the leaves after it.
+            for allocation in members:
+                if reasons[allocation.id] == Reason.VICTIM:
+                    for path in guarded:
+                        add_into(removed.setdefault(path, {}), allocation.resources)
+            continue
         walk: list[Allocation] = []
-        for allocation in by_leaf.get(leaf, []):
+        for allocation in members:
             if allocation.required_node is not None:
                 notes[allocation.id] = Note(
                     f"DaemonSet pod (required node {allocation.required_node}): never a quota "

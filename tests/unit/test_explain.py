@@ -496,6 +496,31 @@ def test_explaining_only_some_candidates_gives_their_records_of_the_full_explana
     assert checked > 30
 
 
+def test_explaining_only_a_later_leaf_counts_what_the_leaves_before_it_took():
+    """A guarded ancestor (root.t) is taken down by the victims of every leaf walked before:
+    a candidate of the second leaf explained alone reads what the first leaf's victims took."""
+    queues = (
+        QueueConfig.child_of("root", "t", guaranteed={"memory": 300 * GI}),
+        QueueConfig.child_of("root.t", "p", properties=DELAY),
+        QueueConfig.child_of("root.t.p", "a"),
+        QueueConfig.child_of("root.t.p", "b"),
+    )
+    state = ClusterState(
+        config=config(*queues, quota_preemption_enabled=True),
+        nodes=(Node("n1", {"memory": 1024 * GI}),),
+        allocations=tuple(
+            task(f"{leaf}{n}", f"root.t.p.{leaf}", n, memory=100) for leaf in "ab" for n in (1, 2)
+        ),
+    )
+    state = with_new_max(state, "root.t.p", {"memory": 100 * GI})
+    plan = plan_quota(state, "root.t.p", NOW)
+    every = by_id(explain(state, plan, "root.t.p"))
+    later = [r for r in every.values() if r.queue == "root.t.p.b"]
+    assert any(r.reason == Reason.LAW2_BELOW_GUARANTEE for r in later), every
+    for record in later:
+        assert explain(state, plan, "root.t.p", only={record.candidate}) == [record]
+
+
 def test_quota_tasks_left_in_a_deleted_queue_are_told_why():
     """root.p.gone was removed from the config while its task still runs: the plan explains the
     task but gives the unconfigured path no share; the record says so (it used to raise
