@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from datetime import datetime
+from operator import attrgetter
 
 from preemption import resources
 from preemption.explanations.notes import Note, Notes, add_into, only, plan_reasons, subtract_into
@@ -16,8 +17,24 @@ from preemption.quota import (
     quota_target,
     releasable_of,
     split_largest_remainder,
-    victim_order_key,
 )
+
+_BY_ID = attrgetter("id")
+_BY_CREATED = attrgetter("created_at")
+_BY_ALLOWED = attrgetter("allow_preemption")
+_BY_ORIGINATOR_PRIORITY = attrgetter("originator", "priority")
+
+
+def in_quota_order(walk: list[Allocation]) -> None:
+    """Sort ``walk`` in place in the order of ``quota.victim_order_key`` (non-originator
+    first, lower priority first, preemption allowed first, newest first, then id), by one
+    stable sort per part from the last to the first, each on a C-level key: the replay sorts
+    up to 100,000 candidates, and calling the Python key function for each was a quarter of
+    a preview's explanation (``tests/unit/test_explain.py`` checks both orders agree)."""
+    walk.sort(key=_BY_ID)
+    walk.sort(key=_BY_CREATED, reverse=True)  # newest first; ``reverse`` keeps ties stable
+    walk.sort(key=_BY_ALLOWED, reverse=True)  # allowed (True) first
+    walk.sort(key=_BY_ORIGINATOR_PRIORITY)
 
 
 def _quota_key(allocation: Allocation, stamps: dict[datetime, str] | None = None) -> str:
@@ -97,7 +114,7 @@ def describe_quota(
                         f"uses {amounts(used)}; {leaf} has to free {amounts(target)}: no type "
                         "in common"
                     )
-        walk.sort(key=victim_order_key)
+        in_quota_order(walk)
 
         # What remains, as the records show it and in words: made again only when a victim
         # changes it (the records in between share it; nobody changes a record).

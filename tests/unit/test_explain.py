@@ -5,11 +5,13 @@ contradicts a plan)."""
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from preemption.config import PartitionConfig, PartitionSettings, QueueConfig
 from preemption.explain import CandidateRecord, amounts, explain, ordinal, subject_facts
+from preemption.explanations.quota import in_quota_order
 from preemption.model import (
     Allocation,
     Ask,
@@ -28,6 +30,7 @@ from preemption.policies import (
     plan_required_node,
     with_new_max,
 )
+from preemption.quota import victim_order_key
 from preemption.scenario import decide, load_scenario
 from tests.support.scenario_files import suite_files
 
@@ -519,6 +522,21 @@ def test_explaining_only_a_later_leaf_counts_what_the_leaves_before_it_took():
     assert any(r.reason == Reason.LAW2_BELOW_GUARANTEE for r in later), every
     for record in later:
         assert explain(state, plan, "root.t.p", only={record.candidate}) == [record]
+
+
+def test_the_replay_sorts_quota_candidates_in_the_policys_order():
+    rng = random.Random(7)
+    tasks = [
+        task(
+            f"t{rng.randrange(40):02d}-{n}", "root.a", rng.choice([0, 1, 1, 2]), memory=1,
+            priority=rng.choice([-1, 0, 0, 5]), originator=rng.random() < 0.2,
+            allow_preemption=rng.random() < 0.8,
+        )
+        for n in range(400)
+    ]  # fmt: skip
+    walk = list(tasks)
+    in_quota_order(walk)
+    assert walk == sorted(tasks, key=victim_order_key)
 
 
 def test_quota_tasks_left_in_a_deleted_queue_are_told_why():
