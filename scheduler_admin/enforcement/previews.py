@@ -26,7 +26,7 @@ from preemption.timers import QuotaTimer, timers_after_save
 from scheduler_admin.base.errors import Invalid
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state, with_overrides
 from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
-from scheduler_admin.enforcement.candidates import INLINE_EXPLANATIONS, summary
+from scheduler_admin.enforcement.candidates import INLINE_EXPLANATIONS, plan_summary
 from scheduler_admin.enforcement.exports import api_item
 from scheduler_admin.enforcement.models import QuotaTimer as TimerRow
 from scheduler_admin.enforcement.models import TimerStatus, active_run_queues
@@ -92,19 +92,15 @@ def plan_json(plan: Plan, describe: Describer, *, every: bool = False) -> dict[s
     from the plan's own verdicts, which the records repeat, so a preview of a 95,000-task
     queue writes 1,000 sentences, not 95,000."""
     body = replace(plan, explanations=()).to_json()  # the records explain them, below
-    verdicts = plan_verdicts(plan)
     if every:
         records = describe(None)
     else:
-        first = {candidate for candidate, _, _ in islice(verdicts, INLINE_EXPLANATIONS)}
-        records = describe(first)
         verdicts = plan_verdicts(plan)
+        records = describe({candidate for candidate, _, _ in islice(verdicts, INLINE_EXPLANATIONS)})
     shown = sorted(records, key=lambda r: r.candidate)[: None if every else INLINE_EXPLANATIONS]
     body["explanations"] = [api_item(record.to_json()) for record in shown]
     body["explanation_count"] = len(plan.explanations)
-    body["explanation_summary"] = summary(
-        (accepted, str(reason)) for _, accepted, reason in verdicts
-    )
+    body["explanation_summary"] = plan_summary(plan)
     body["targets"] = {
         path: resources.format_resources(amounts) for path, amounts in plan.targets.items()
     }
