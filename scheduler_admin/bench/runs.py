@@ -111,7 +111,6 @@ def rows(context) -> Iterator[Row]:
 
     with big_tenant(partition, BIG_CANDIDATES):
         seconds, victims = _quota_run(partition, BIG_TENANT, BIG_OVER_BY, BIG_MEMORY_MAX)
-    parts = ", ".join(f"{name} {PHASES.get(name, 0):.2f} s" for name in ("load", "store"))
     yield Row(
         f"{victims:,}-victim quota run with {BIG_CANDIDATES:,} candidates",
         seconds,
@@ -119,10 +118,11 @@ def rows(context) -> Iterator[Row]:
         baseline=PHASES["engine"],
         baseline_name=f"the engine's plan alone (plan_quota on the loaded state of {BIG_TENANT})",
         goal=5.0,
-        note=f"claim → finish; planning {PHASES['plan']:.2f} s ({parts}; explaining and the "
-        f"rest {PHASES['plan'] - PHASES['load'] - PHASES['engine'] - PHASES['store']:.2f} s), "
-        f"evictions and finish {seconds - PHASES['plan']:.2f} s; this process's CPU time "
-        f"{PHASES['cpu']:.2f} s (the rest waits on PostgreSQL or the machine's other work)",
+        note=f"claim → finish; planning {PHASES['plan']:.2f} s (loading the state "
+        f"{PHASES['load']:.2f} s, the engine's plan: the baseline, explaining and storing every "
+        f"candidate {PHASES['store']:.2f} s), evictions and finish "
+        f"{seconds - PHASES['plan']:.2f} s; this process's CPU time {PHASES['cpu']:.2f} s (the "
+        "rest waits on PostgreSQL or the machine's other work)",
     )
 
 
