@@ -22,7 +22,7 @@ so the two cannot drift apart; ``tests/unit/test_explain.py`` pins each reason's
 from __future__ import annotations
 
 import gc
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from datetime import datetime
 from types import MappingProxyType
@@ -44,6 +44,7 @@ __all__ = [
     "CandidateRecord",
     "amounts",
     "explain",
+    "explain_lazily",
     "ordinal",
     "subject_facts",
 ]
@@ -125,7 +126,12 @@ class CandidateRecord(NamedTuple):
 
 
 def explain(
-    state: ClusterState, plan: Plan, subject: str, options: Options | None = None
+    state: ClusterState,
+    plan: Plan,
+    subject: str,
+    options: Options | None = None,
+    *,
+    only: Collection[str] | None = None,
 ) -> list[CandidateRecord]:
     """One record per explanation of ``plan`` (sorted by candidate id, as the plan's are).
 
@@ -133,11 +139,30 @@ def explain(
     (inter-queue, required-node, priority) or the job id or one of its asks' ids (job);
     ``options`` those the plan was made with (the defaults when None). A plan without
     explanations (``not_triggered``) has no records.
+
+    ``only``: the records of just these candidates (others named are ignored), each the same
+    as the full list has for it. A preview shows its plan's first candidates, not all 100,000:
+    the quota replay then still walks every candidate (the numbers of one depend on those
+    before it) but writes the sentences of these alone.
     """
     if not plan.explanations:
         return []
     with _collector_paused():
-        return _explain(state, plan, subject, options or Options())
+        return list(_records(state, plan, subject, options or Options(), only))
+
+
+def explain_lazily(
+    state: ClusterState, plan: Plan, subject: str, options: Options | None = None
+) -> Iterator[CandidateRecord]:
+    """``explain``'s records one by one, each made when it is read (the replay runs at the
+    first): a run's store writes each to the database as it comes and drops it, so the
+    database works on the rows while the next ones are made, and 100,000 records are never all
+    alive at once. The collector is paused until the last one is read (or the reader drops
+    them), as in ``explain``: the replay's notes for every candidate are alive meanwhile."""
+    if not plan.explanations:
+        return
+    with _collector_paused():
+        yield from _records(state, plan, subject, options or Options(), None)
 
 
 @contextmanager
@@ -160,60 +185,64 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _explain(
-    state: ClusterState, plan: Plan, subject: str, options: Options
-) -> list[CandidateRecord]:
+def _records(
+    state: ClusterState, plan: Plan, subject: str, options: Options, only: Collection[str] | None
+) -> Iterator[CandidateRecord]:
+    verdicts = plan_verdicts(plan)
     describe = _DESCRIBERS[plan.policy]
-    notes = describe(state, plan, subject, options)
-    by_id = {allocation.id: allocation for allocation in state.allocations}
+    if only is not None and plan.policy == PolicyName.QUOTA:  # the replay that can skip notes
+        notes = describe(state, plan, subject, options, only=only)
+    else:
+        notes = describe(state, plan, subject, options)
+    if only is not None:
+        wanted = only if isinstance(only, set | frozenset) else set(only)
+        verdicts = [verdict for verdict in verdicts if verdict[0] in wanted]
+        by_id = {
+            allocation.id: allocation for allocation in state.allocations if allocation.id in wanted
+        }
+    else:
+        by_id = {allocation.id: allocation for allocation in state.allocations}
     position = {victim: index for index, victim in enumerate(plan.victims, 1)}
-    records = []
-    append = records.append
-    for candidate, accepted, reason in plan_verdicts(plan):
+    for candidate, accepted, reason in verdicts:
         # Popped: the note is done with once its record is made (fewer objects kept alive).
         note = notes.pop(candidate, None) or Note(_unexplained(reason))
         place = position.get(candidate) if accepted else None
         allocation = by_id.get(candidate)
         if allocation is None:
-            append(
-                CandidateRecord(
-                    candidate,
-                    accepted,
-                    reason,
-                    note.detail,
-                    place,
-                    note.rank,
-                    remaining_before=note.before,
-                    remaining_after=note.after,
-                )
-            )
-            continue
-        # The facts the decision used, positionally in field order (one record per candidate:
-        # this loop runs 100,000 times for a big plan).
-        append(
-            CandidateRecord(
+            yield CandidateRecord(
                 candidate,
                 accepted,
                 reason,
                 note.detail,
                 place,
                 note.rank,
-                allocation.queue,
-                allocation.app,
-                allocation.node,
-                allocation.resources,
-                allocation.priority,
-                str(allocation.qos) if allocation.qos else "",
-                allocation.created_at,
-                allocation.originator,
-                allocation.allow_preemption,
-                allocation.pdb or "",
-                allocation.required_node or "",
-                note.before,
-                note.after,
+                remaining_before=note.before,
+                remaining_after=note.after,
             )
+            continue
+        # The facts the decision used, positionally in field order (one record per candidate:
+        # this loop runs 100,000 times for a big plan).
+        yield CandidateRecord(
+            candidate,
+            accepted,
+            reason,
+            note.detail,
+            place,
+            note.rank,
+            allocation.queue,
+            allocation.app,
+            allocation.node,
+            allocation.resources,
+            allocation.priority,
+            str(allocation.qos) if allocation.qos else "",
+            allocation.created_at,
+            allocation.originator,
+            allocation.allow_preemption,
+            allocation.pdb or "",
+            allocation.required_node or "",
+            note.before,
+            note.after,
         )
-    return records
 
 
 def _unexplained(reason: Reason) -> str:
@@ -263,7 +292,7 @@ def subject_facts(state: ClusterState, plan: Plan, subject: str) -> dict[str, An
     return facts
 
 
-_DESCRIBERS: dict[str, Callable[[ClusterState, Plan, str, Options], Notes]] = {
+_DESCRIBERS: dict[str, Callable[..., Notes]] = {
     PolicyName.QUOTA: describe_quota,
     PolicyName.INTER_QUEUE: describe_inter_queue,
     PolicyName.PRIORITY: describe_priority,

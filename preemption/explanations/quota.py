@@ -3,7 +3,9 @@ leaf's share of the target before and after it, and why a leaf was given no shar
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
+from operator import attrgetter
 
 from preemption import resources
 from preemption.explanations.notes import Note, Notes, add_into, only, plan_reasons, subtract_into
@@ -15,8 +17,24 @@ from preemption.quota import (
     quota_target,
     releasable_of,
     split_largest_remainder,
-    victim_order_key,
 )
+
+_BY_ID = attrgetter("id")
+_BY_CREATED = attrgetter("created_at")
+_BY_ALLOWED = attrgetter("allow_preemption")
+_BY_ORIGINATOR_PRIORITY = attrgetter("originator", "priority")
+
+
+def in_quota_order(walk: list[Allocation]) -> None:
+    """Sort ``walk`` in place in the order of ``quota.victim_order_key`` (non-originator
+    first, lower priority first, preemption allowed first, newest first, then id), by one
+    stable sort per part from the last to the first, each on a C-level key: the replay sorts
+    up to 100,000 candidates, and calling the Python key function for each was a quarter of
+    a preview's explanation (``tests/unit/test_explain.py`` checks both orders agree)."""
+    walk.sort(key=_BY_ID)
+    walk.sort(key=_BY_CREATED, reverse=True)  # newest first; ``reverse`` keeps ties stable
+    walk.sort(key=_BY_ALLOWED, reverse=True)  # allowed (True) first
+    walk.sort(key=_BY_ORIGINATOR_PRIORITY)
 
 
 def _quota_key(allocation: Allocation, stamps: dict[datetime, str] | None = None) -> str:
@@ -36,11 +54,23 @@ def _quota_key(allocation: Allocation, stamps: dict[datetime, str] | None = None
     )
 
 
-def describe_quota(state: ClusterState, plan: Plan, queue: str, options: Options) -> Notes:
+def describe_quota(
+    state: ClusterState,
+    plan: Plan,
+    queue: str,
+    options: Options,
+    *,
+    only: Collection[str] | None = None,
+) -> Notes:
     """Replay ``quota._Selection`` leaf by leaf (leaves in path order): static rules, then the
     walk in the seed's order with ``remaining`` and the guarantees taken so far; candidates of
-    leaves given no share are told why their leaf got none."""
+    leaves given no share are told why their leaf got none.
+
+    ``only``: notes for these candidates alone (``explain``'s ``only``). The walk still goes
+    through every candidate, keeping what remains and what the victims took, but the sentences
+    (most of the time here) are written for these only."""
     del options  # the quota policy has no tunables
+    shown = None if only is None else (only if isinstance(only, set | frozenset) else set(only))
     hierarchy = state.hierarchy
     reasons = plan_reasons(plan)
     position = {victim: index for index, victim in enumerate(plan.victims, 1)}
@@ -58,8 +88,16 @@ def describe_quota(state: ClusterState, plan: Plan, queue: str, options: Options
         paths = [leaf, *hierarchy.ancestors(leaf)]
         # Only a queue with a guarantee can be taken below it (``broken_guarantee_text``).
         guarded = [path for path in paths if hierarchy.queues[path].guaranteed]
+        members = by_leaf.get(leaf, [])
+        if shown is not None and not any(allocation.id in shown for allocation in members):
+            # No note wanted here: only what its victims take matters to the leaves after it.
+            for allocation in members:
+                if reasons[allocation.id] == Reason.VICTIM:
+                    for path in guarded:
+                        add_into(removed.setdefault(path, {}), allocation.resources)
+            continue
         walk: list[Allocation] = []
-        for allocation in by_leaf.get(leaf, []):
+        for allocation in members:
             if allocation.required_node is not None:
                 notes[allocation.id] = Note(
                     f"DaemonSet pod (required node {allocation.required_node}): never a quota "
@@ -76,7 +114,7 @@ def describe_quota(state: ClusterState, plan: Plan, queue: str, options: Options
                         f"uses {amounts(used)}; {leaf} has to free {amounts(target)}: no type "
                         "in common"
                     )
-        walk.sort(key=victim_order_key)
+        in_quota_order(walk)
 
         # What remains, as the records show it and in words: made again only when a victim
         # changes it (the records in between share it; nobody changes a record).
@@ -86,8 +124,21 @@ def describe_quota(state: ClusterState, plan: Plan, queue: str, options: Options
         in_order = f" in the order of {leaf}: "
         met = ""  # "target already met ..." once the target is met
         for rank, allocation in enumerate(walk, 1):
-            place = f"{ordinal(rank)}{in_order}{_quota_key(allocation, stamps)}"
             reason = reasons[allocation.id]
+            if shown is not None and allocation.id not in shown:
+                if reason == Reason.VICTIM:  # what the next candidates' notes depend on
+                    subtract_into(remaining, allocation.resources)
+                    for path in guarded:
+                        add_into(removed.setdefault(path, {}), allocation.resources)
+                    before = {leaf: dict(remaining)}
+                    left_words = amounts(remaining)
+                    number = position[allocation.id]
+                    met = (
+                        f"target already met: {leaf} remaining 0 after the {ordinal(number)} "
+                        f"victim ({allocation.id}); "
+                    )
+                continue
+            place = f"{ordinal(rank)}{in_order}{_quota_key(allocation, stamps)}"
             if reason == Reason.VICTIM:
                 subtract_into(remaining, allocation.resources)
                 for path in guarded:
@@ -123,12 +174,19 @@ def describe_quota(state: ClusterState, plan: Plan, queue: str, options: Options
 
     # Candidates of leaves given no share: one note per leaf, shared by its candidates.
     for leaf, allocations in by_leaf.items():
-        unnoted = [allocation.id for allocation in allocations if allocation.id not in notes]
+        unnoted = [
+            allocation.id
+            for allocation in allocations
+            if allocation.id not in notes and (shown is None or allocation.id in shown)
+        ]
         if unnoted:
             notes.update(dict.fromkeys(unnoted, Note(_why_no_share(state, queue, leaf))))
-    if len(notes) < len(reasons):  # explained, but not running in this state
+    wanted = (
+        reasons if shown is None else [candidate for candidate in shown if candidate in reasons]
+    )
+    if len(notes) < len(wanted):  # explained, but not running in this state
         nowhere = Note(_why_no_share(state, queue, ""))
-        for candidate in reasons:
+        for candidate in wanted:
             notes.setdefault(candidate, nowhere)
     return notes
 

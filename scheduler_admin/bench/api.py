@@ -7,9 +7,10 @@ Django test client, median of several after a warm-up; the baseline is the parti
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator
 
-from scheduler_admin.bench.harness import Row, timed
+from scheduler_admin.bench.harness import Row, once, timed
 
 API = "/api/v1/partitions/bench"
 LEAF = "root.t05.g03.q07"
@@ -17,6 +18,9 @@ PARENT = "root.t05"
 #: A lower max for ``LEAF``: above its guarantee (2 vcore, 8Gi, as a quota delay requires),
 #: below its usage in vcore (about 4.6 cores of about 46 tasks).
 LOWER = {"vcore": "2100m", "memory": "9Gi"}
+#: The big preview: running tasks below the tenant, and how far its max goes below its usage.
+BIG_TASKS = 95_000
+BIG_OVER_BY = 500_000
 
 
 def _ms(call: Callable[[], object], runs: int = 7) -> float:
@@ -122,3 +126,40 @@ def rows(context) -> Iterator[Row]:
         return response
 
     yield Row("POST simulate (quota, leaf)", _ms(simulate, runs=5), "ms", baseline, bare, goal=300)
+
+    yield from _big_preview(context, operator, viewer, baseline, bare)
+
+
+def _big_preview(context, operator, viewer, baseline: float, bare: str) -> Iterator[Row]:
+    """The preview of lowering the max of a tenant with ``BIG_TASKS`` running tasks below it
+    (``data.big_tenant``) by ``BIG_OVER_BY``: every task is a candidate of the plan; the answer
+    lists the first ones, and the note gives the time of ``?explanations=all`` (all of them)."""
+    from scheduler_admin.bench.data import BIG_MEMORY_MAX, BIG_TENANT, big_tenant
+
+    with big_tenant(context.partition, BIG_TASKS) as usage:
+        url = f"{API}/queues/{BIG_TENANT}/"
+        version = viewer.get(url).json()["version"]
+        change = {
+            "max": {"vcore": f"{usage - BIG_OVER_BY}m", "memory": str(BIG_MEMORY_MAX)},
+            "version": version,
+            "comment": "bench",
+        }
+
+        def preview(query: str = "") -> object:
+            response = operator.patch(f"{url}?dry_run=true{query}", change, format="json")
+            assert response.status_code == 200 and response.json()["plans"], response.json()
+            return response
+
+        [plan] = preview().json()["plans"]
+        every = once(lambda: preview("&explanations=all")) * 1000
+        cpu = time.process_time()
+        figure = _ms(preview, runs=3)
+        cpu = (time.process_time() - cpu) / 4 * 1000  # the warm-up and three timed calls
+        yield Row(
+            f"preview of a {BIG_TASKS:,}-task tenant (PATCH ?dry_run=true)",
+            figure, "ms", baseline, bare, goal=1000,
+            note=f"plan {plan['outcome']}, {len(plan['victims']):,} victims, "
+            f"{plan['explanation_count']:,} candidates, {len(plan['explanations']):,} explained "
+            f"inline; this process's CPU time {cpu:,.0f} ms a preview (the rest waits on "
+            f"PostgreSQL or the machine's other work); with ?explanations=all: {every:,.0f} ms",
+        )  # fmt: skip

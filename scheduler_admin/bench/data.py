@@ -217,3 +217,81 @@ def copy_allocations(partition, rows: list[tuple], *, analyse: bool = True) -> N
             copy.write(buffer.getvalue())
         if analyse:
             cursor.execute(f"ANALYZE {Allocation._meta.db_table}")
+
+
+#: The tenant the big-plan rows fill (``big_tenant``): none of the other rows reads it.
+BIG_TENANT = "root.t01"
+#: Its memory max while filled: far above what its tasks use, so only vcore is over a max.
+BIG_MEMORY_MAX = 40_000 * GIB
+
+
+@contextmanager
+def big_tenant(partition, total: int) -> Iterator[int]:
+    """``BIG_TENANT`` filled up to ``total`` running tasks, its max raised above its usage (a
+    pure increase: no timer); yields its running vcore usage in millicores. Afterwards the
+    added tasks are removed and the tenant's max put back, so the rows that follow measure the
+    data they always did.
+
+    The added tasks (``big-000000``...) are small (100 millicores, 64 MiB), priority 0 and newer
+    than every other task, one per leaf in turn: a quota plan on the tenant spreads its target
+    over all 240 leaves and takes the added tasks first, so the victims a given target takes
+    are the same from run to run."""
+    from django.utils import timezone
+
+    from scheduler_admin.cluster.models import Allocation, Application
+    from scheduler_admin.enforcement.models import EvictionOrder
+    from scheduler_admin.queues.models import Queue
+    from scheduler_admin.queues.services import update_queue
+
+    below = Allocation.objects.filter(
+        partition=partition, queue_path__startswith=BIG_TENANT + ".", state="running"
+    )
+    apps = dict(
+        Application.objects.filter(
+            partition=partition, queue_path__startswith=BIG_TENANT + "."
+        ).values_list("queue_path", "pk")
+    )
+    leaves = sorted(apps)
+    now = timezone.now()
+    copy_allocations(
+        partition,
+        [
+            (f"big-{i:06d}", apps[leaves[i % len(leaves)]], leaves[i % len(leaves)],
+             f"n{i % NODES:04d}", {"vcore": 100, "memory": 64 * MIB}, 0,
+             now - timedelta(milliseconds=i))
+            for i in range(max(0, total - below.count()))
+        ],
+    )  # fmt: skip
+    queue = Queue.objects.get(partition=partition, path=BIG_TENANT)
+    original = dict(queue.max)
+    usage = tenant_usage(partition)
+    update_queue(
+        partition.name, BIG_TENANT, version=queue.version, actor=None, comment="bench: filled",
+        max={"vcore": 2 * usage, "memory": BIG_MEMORY_MAX},
+    )  # fmt: skip
+    try:
+        yield usage
+    finally:
+        EvictionOrder.objects.filter(partition=partition, allocation_id__startswith="big-").delete()
+        Allocation.objects.filter(partition=partition, external_id__startswith="big-").delete()
+        queue = Queue.objects.get(partition=partition, path=BIG_TENANT)
+        update_queue(
+            partition.name, BIG_TENANT, version=queue.version, actor=None,
+            comment="bench: emptied", max=original,
+        )  # fmt: skip
+
+
+def tenant_usage(partition, path: str = BIG_TENANT) -> int:
+    """Running vcore millicores below ``path``, summed by the database."""
+    from django.db import connection
+
+    from scheduler_admin.cluster.models import Allocation
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT coalesce(sum((resources->>'vcore')::bigint), 0) "  # noqa: S608
+            f"FROM {Allocation._meta.db_table} WHERE partition_id = %s AND state = 'running' "
+            "AND (queue_path = %s OR queue_path LIKE %s)",
+            [partition.pk, path, path + ".%"],
+        )
+        return int(cursor.fetchone()[0])

@@ -28,11 +28,12 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 from unittest import mock
 
-from scheduler_admin.bench.data import GIB
+from scheduler_admin.bench.data import BIG_MEMORY_MAX, BIG_TENANT, GIB, big_tenant
 from scheduler_admin.bench.harness import Row
 
 LEAF = "root.t00.q000"
@@ -44,6 +45,15 @@ RAW_VICTIMS = 1000
 _ROUNDS = itertools.count()
 #: How long each round's plan took (part of its time).
 PLAN_SECONDS: list[float] = []
+#: The last round's parts, by name (``_timing``): plan, load, engine, store.
+PHASES: dict[str, float] = {}
+#: The big run: tasks below ``data.BIG_TENANT`` (its candidates), and how far its max is
+#: lowered below its usage: about 5,000 victims of 100 millicores spread over its leaves (a
+#: leaf's share rounds up to whole tasks, so the plan takes a few more than the target needs;
+#: the target is kept above 5,000 tasks' worth, so the run is still needed at its last chunk
+#: and finishes instead of stopping early).
+BIG_CANDIDATES = 100_000
+BIG_OVER_BY = 502_000
 
 
 def rows(context) -> Iterator[Row]:
@@ -98,6 +108,38 @@ def rows(context) -> Iterator[Row]:
         note=f"{victims / after:,.0f} evictions/s; ingest {ingest:.1f} s (analyses the table); "
         f"after COPY without statistics: {before:.2f} s",
     )
+
+    with big_tenant(partition, BIG_CANDIDATES):
+        seconds, victims = _quota_run(partition, BIG_TENANT, BIG_OVER_BY, BIG_MEMORY_MAX)
+    yield Row(
+        f"{victims:,}-victim quota run with {BIG_CANDIDATES:,} candidates",
+        seconds,
+        "s",
+        baseline=PHASES["engine"],
+        baseline_name=f"the engine's plan alone (plan_quota on the loaded state of {BIG_TENANT})",
+        goal=5.0,
+        note=f"claim → finish; planning {PHASES['plan']:.2f} s (loading the state "
+        f"{PHASES['load']:.2f} s, the engine's plan: the baseline, explaining and storing every "
+        f"candidate {PHASES['store']:.2f} s), evictions and finish "
+        f"{seconds - PHASES['plan']:.2f} s; this process's CPU time {PHASES['cpu']:.2f} s (the "
+        "rest waits on PostgreSQL or the machine's other work)",
+    )
+
+
+@contextmanager
+def _timing(module: Any, name: str, phase: str) -> Iterator[None]:
+    """``module.name`` timed while the block runs: its calls' seconds add up in ``PHASES``."""
+    real = getattr(module, name)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        begun = time.perf_counter()
+        try:
+            return real(*args, **kwargs)
+        finally:
+            PHASES[phase] = PHASES.get(phase, 0.0) + time.perf_counter() - begun
+
+    with mock.patch.object(module, name, timed):
+        yield
 
 
 def _raw_rate(partition) -> float:
@@ -213,53 +255,48 @@ def _add_tasks(partition) -> None:
     )  # fmt: skip
 
 
-def _quota_run(partition) -> tuple[float, int]:
-    """Set the tenant's vcore max ``OVER_BY`` below its running usage, make its timer due, let
-    the sweep create the run, and time ``execute_run``. Returns (seconds, victims)."""
-    from django.db import connection
+def _quota_run(
+    partition, queue_path: str = LEAF, over_by: int = OVER_BY, memory: int = 2000 * GIB
+) -> tuple[float, int]:
+    """Set ``queue_path``'s vcore max ``over_by`` below its running usage (memory max
+    ``memory``), make its timer due, let the sweep create the run, and time ``execute_run``.
+    Returns (seconds, victims); ``PLAN_SECONDS`` and ``PHASES`` get the parts' times."""
     from django.utils import timezone
 
-    from scheduler_admin.cluster.models import Allocation
+    from scheduler_admin.bench.data import tenant_usage
     from scheduler_admin.enforcement import dispatch, runs
     from scheduler_admin.enforcement.models import PreemptionRun, QuotaTimer
     from scheduler_admin.enforcement.runs import execution
     from scheduler_admin.queues.models import Queue
     from scheduler_admin.queues.services import update_queue
 
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT coalesce(sum((resources->>'vcore')::bigint), 0) "  # noqa: S608
-            f"FROM {Allocation._meta.db_table} WHERE partition_id = %s AND state = 'running' "
-            "AND queue_path = %s",
-            [partition.pk, LEAF],
-        )
-        usage = int(cursor.fetchone()[0])
-    queue = Queue.objects.get(partition=partition, path=LEAF)
+    usage = tenant_usage(partition, queue_path)
+    queue = Queue.objects.get(partition=partition, path=queue_path)
     update_queue(
-        partition.name, LEAF, version=queue.version, actor=None, comment="bench: over max",
-        max={"vcore": usage - OVER_BY - next(_ROUNDS), "memory": 2000 * GIB},
+        partition.name, queue_path, version=queue.version, actor=None, comment="bench: over max",
+        max={"vcore": usage - over_by - next(_ROUNDS), "memory": memory},
     )  # fmt: skip
     now = timezone.now()
-    timers = QuotaTimer.objects.filter(partition=partition, queue_path=LEAF, status="pending")
+    timers = QuotaTimer.objects.filter(partition=partition, queue_path=queue_path, status="pending")
     assert timers.update(due_at=now - timedelta(seconds=1)) == 1, "no timer started"
     with mock.patch.object(dispatch, "enqueue_run"):
         created = runs.sweep_due_quota_timers()
-    [run_id] = PreemptionRun.objects.filter(pk__in=created, queue_path=LEAF).values_list(
+    [run_id] = PreemptionRun.objects.filter(pk__in=created, queue_path=queue_path).values_list(
         "pk", flat=True
-    ) or [(created, list(QuotaTimer.objects.filter(queue_path=LEAF).values()))]
-    plan = execution._plan_run
-    planning = []
-
-    def timed_plan(*args: Any) -> None:
-        begun = time.perf_counter()
-        plan(*args)
-        planning.append(time.perf_counter() - begun)
-
+    ) or [(created, list(QuotaTimer.objects.filter(queue_path=queue_path).values()))]
+    PHASES.clear()
+    cpu = time.process_time()
     started = time.perf_counter()
-    with mock.patch.object(execution, "_plan_run", timed_plan):
+    with (
+        _timing(execution, "_plan_run", "plan"),
+        _timing(execution, "load_quota_state", "load"),
+        _timing(execution, "plan_quota", "engine"),
+        _timing(execution, "_store_planned", "store"),
+    ):
         run = runs.execute_run(run_id, worker="bench")
     seconds = time.perf_counter() - started
-    PLAN_SECONDS.append(planning[0])
+    PHASES["cpu"] = time.process_time() - cpu
+    PLAN_SECONDS.append(PHASES["plan"])
     assert run is not None and run.status == "finished", (run and run.status, run and run.error)
     victims = run.evictions.count()
     assert victims == run.victims.count(), "every victim gets its order"

@@ -7,11 +7,16 @@ to ``preemption``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Iterable
 from dataclasses import replace
 from typing import Any
 
-from django.db.models import Q
+import psycopg
+from django.db import connection
+from django.db.models import Q, QuerySet
+from psycopg import postgres, pq
+from psycopg.adapt import Loader
 
 from preemption import model
 from preemption.config import ROOT, PartitionConfig
@@ -127,13 +132,16 @@ def load_quota_state(
     subtrees = Q()
     for queue in roots:
         subtrees |= Q(queue_path=queue) | Q(queue_path__startswith=queue + ".")
-    allocations = tuple(
-        _allocation(row)
-        for row in Allocation.objects.filter(
+    # In no order (``order_by()``): the model's default one joins the partition and sorts
+    # 100,000 wide rows on disk, and the quota policy orders its candidates itself.
+    allocations = _read_allocations(
+        Allocation.objects.filter(
             subtrees,
             partition=partition,
             state__in=[AllocationState.RUNNING, AllocationState.PREEMPTING],
-        ).values_list(*_ALLOCATION_FIELDS)
+        )
+        .order_by()
+        .values_list(*_ALLOCATION_FIELDS)
     )
     usage = leaf_usage(
         partition, names=_config_names(config), paths=elsewhere, states=ENGINE_STATES
@@ -278,6 +286,53 @@ def _allocation(row: tuple) -> model.Allocation:
         created_at=created_at,
         state=model.AllocationState(state),
     )
+
+
+_STATES = {state.value: state for state in model.AllocationState}
+_QOS = {qos.value: qos for qos in model.QoS}
+
+
+def _timestamptz_loader() -> type[Loader]:
+    """psycopg's own loader of ``timestamptz`` text (its C one with ``psycopg[binary]``), in
+    place of Django's, a pure-Python subclass: 95,000 times a few microseconds."""
+    return psycopg.adapters.get_loader(postgres.types["timestamptz"].oid, pq.Format.TEXT)
+
+
+def _read_allocations(rows: QuerySet) -> tuple[model.Allocation, ...]:
+    """The engine's allocations of a ``values_list(*_ALLOCATION_FIELDS)`` query, as
+    ``_allocation`` makes them, for 100,000 rows at a time (a quota plan of a big tenant).
+
+    The query runs on a plain cursor, without Django's per-value converters: ``resources`` come
+    as JSON text (Django's loader for ``jsonb``), decoded once per distinct text (tasks mostly
+    ask the same few amounts; the engine only reads them), and times by psycopg's own loader
+    (``_timestamptz_loader``). Half the time of loading a big tenant was the converters and
+    Django's pure-Python time loader. Elsewhere (SQLite) the rows are read through Django, as
+    ``load_cluster_state`` reads them."""
+    if connection.vendor != "postgresql":  # the embedded SQLite default: the plain way
+        return tuple(_allocation(row) for row in rows)
+    sql, params = rows.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.cursor.adapters.register_loader("timestamptz", _timestamptz_loader())
+        cursor.execute(sql, params)
+        fetched = cursor.fetchall()
+    decoded: dict[Any, Any] = {}
+    make = model.Allocation
+    allocations = []
+    append = allocations.append
+    for (id_, app, queue, node, resources, priority, allow, originator, required, job, qos, pdb,
+         created_at, state) in fetched:  # fmt: skip
+        amounts = decoded.get(resources)
+        if amounts is None:
+            amounts = decoded[resources] = (
+                json.loads(resources) if isinstance(resources, str | bytes) else resources
+            )
+        append(
+            make(
+                id_, app, queue, node, amounts, priority, allow, originator, required or None,
+                job or None, _QOS[qos] if qos else None, pdb or None, created_at, _STATES[state],
+            )
+        )  # fmt: skip
+    return tuple(allocations)
 
 
 def _ask(row: tuple) -> model.Ask:

@@ -11,13 +11,14 @@ exports; a preview lists them all on request (``?explanations=all``).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db.models import Count, QuerySet
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework.request import Request
 
+from preemption.model import Explanations, Plan
 from scheduler_admin.enforcement.models import RunCandidate
 
 #: Explanations listed inline in a run's answer or a preview's plan (the API's largest page).
@@ -27,7 +28,30 @@ INLINE_EXPLANATIONS = 1000
 def summary(pairs: Iterable[tuple[bool, str]]) -> list[dict[str, Any]]:
     """Counts per (accepted, reason) of ``(accepted, reason)`` pairs: taken first, then by
     reason, so the same candidates always read the same."""
-    counts = Counter(pairs)
+    return summary_of_counts(Counter(pairs))
+
+
+def plan_summary(plan: Plan) -> list[dict[str, Any]]:
+    """``summary`` of a plan's explanations, from its verdicts (the records repeat them): for
+    the policy's own map (``Explanations``), the reasons are counted in one pass at C speed and
+    only the victims are moved to "taken", instead of a pair made per candidate (95,000 for a
+    big tenant's preview)."""
+    explanations = plan.explanations
+    if not isinstance(explanations, Explanations):
+        return summary((item.accepted, str(item.reason)) for item in explanations)
+    reasons = explanations.reasons
+    pairs: Counter[tuple[bool, str]] = Counter()
+    for reason, count in Counter(reasons.values()).items():
+        pairs[(False, str(reason))] = count
+    for candidate in explanations.accepted:
+        reason = str(reasons[candidate])
+        pairs[(False, reason)] -= 1
+        pairs[(True, reason)] += 1
+    return summary_of_counts({pair: count for pair, count in pairs.items() if count})
+
+
+def summary_of_counts(counts: Mapping[tuple[bool, str], int]) -> list[dict[str, Any]]:
+    """``summary``'s list of already counted pairs."""
     return [
         {"accepted": accepted, "reason": reason, "count": count}
         for (accepted, reason), count in sorted(

@@ -7,9 +7,11 @@ the new config — the plan that would run once the delay passes if nothing else
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from functools import partial
+from itertools import islice
 from typing import Any
 
 from django.utils import timezone
@@ -17,13 +19,14 @@ from django.utils import timezone
 from preemption import resources
 from preemption.config import PartitionConfig
 from preemption.explain import CandidateRecord, explain
+from preemption.explanations.notes import plan_verdicts
 from preemption.model import ClusterState, Options, Plan
 from preemption.policies import plan_ask, plan_job, plan_quota, plan_quota_change, with_new_max
 from preemption.timers import QuotaTimer, timers_after_save
 from scheduler_admin.base.errors import Invalid
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state, with_overrides
 from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
-from scheduler_admin.enforcement.candidates import INLINE_EXPLANATIONS, summary
+from scheduler_admin.enforcement.candidates import INLINE_EXPLANATIONS, plan_summary
 from scheduler_admin.enforcement.exports import api_item
 from scheduler_admin.enforcement.models import QuotaTimer as TimerRow
 from scheduler_admin.enforcement.models import TimerStatus, active_run_queues
@@ -48,10 +51,11 @@ class ChangePreview:
     cancelled: tuple[str, ...] = ()
     state: ClusterState | None = None
 
-    def described(self, path: str) -> list[CandidateRecord]:
-        """Every candidate of ``path``'s plan with its facts and specific reason."""
+    def described(self, path: str, only: Collection[str] | None = None) -> list[CandidateRecord]:
+        """Every candidate of ``path``'s plan with its facts and specific reason (``only``:
+        just these candidates, ``explain``)."""
         assert self.state is not None
-        return explain(self.state, self.plans[path], path)
+        return explain(self.state, self.plans[path], path, only=only)
 
     def to_json(self, *, every: bool = False) -> dict[str, Any]:
         """The API's dry-run body; ``every``: every candidate of each plan explained inline
@@ -66,29 +70,37 @@ class ChangePreview:
                 for timer in sorted(self.timers.values(), key=lambda t: t.queue)
             ],
             "plans": [
-                {"queue": queue, **plan_json(plan, self.described(queue), every=every)}
+                {"queue": queue, **plan_json(plan, partial(self.described, queue), every=every)}
                 for queue, plan in sorted(self.plans.items())
             ],
         }
 
 
-def plan_json(
-    plan: Plan, records: Sequence[CandidateRecord], *, every: bool = False
-) -> dict[str, Any]:
+#: Explains a plan's candidates: those named, or all of them when given None
+#: (``ChangePreview.described``, ``Simulation.described``).
+Describer = Callable[[Collection[str] | None], list[CandidateRecord]]
+
+
+def plan_json(plan: Plan, describe: Describer, *, every: bool = False) -> dict[str, Any]:
     """A plan for API bodies: quantities as strings, so they read back the same (vcore "10" is
     10 cores, while a bare 10000 would be read as 10000 cores), and its candidates explained as
     a stored run explains them (``preemption.explain``: facts and the specific reason): the
     first ``INLINE_EXPLANATIONS`` by candidate id (``every``: all of them), with a count and a
-    summary of all (``enforcement.candidates``)."""
+    summary of all (``enforcement.candidates``).
+
+    Only the candidates listed are explained (``describe``): the count and the summary come
+    from the plan's own verdicts, which the records repeat, so a preview of a 95,000-task
+    queue writes 1,000 sentences, not 95,000."""
     body = replace(plan, explanations=()).to_json()  # the records explain them, below
-    shown = sorted(records, key=lambda r: r.candidate)
-    if not every:
-        shown = shown[:INLINE_EXPLANATIONS]
+    if every:
+        records = describe(None)
+    else:
+        verdicts = plan_verdicts(plan)
+        records = describe({candidate for candidate, _, _ in islice(verdicts, INLINE_EXPLANATIONS)})
+    shown = sorted(records, key=lambda r: r.candidate)[: None if every else INLINE_EXPLANATIONS]
     body["explanations"] = [api_item(record.to_json()) for record in shown]
-    body["explanation_count"] = len(records)
-    body["explanation_summary"] = summary(
-        (record.accepted, str(record.reason)) for record in records
-    )
+    body["explanation_count"] = len(plan.explanations)
+    body["explanation_summary"] = plan_summary(plan)
     body["targets"] = {
         path: resources.format_resources(amounts) for path, amounts in plan.targets.items()
     }
@@ -164,8 +176,9 @@ class Simulation:
     subject: str
     options: Options
 
-    def described(self) -> list[CandidateRecord]:
-        return explain(self.state, self.plan, self.subject, self.options)
+    def described(self, only: Collection[str] | None = None) -> list[CandidateRecord]:
+        """The plan's candidates explained (``only``: just these, ``explain``)."""
+        return explain(self.state, self.plan, self.subject, self.options, only=only)
 
 
 def simulation(

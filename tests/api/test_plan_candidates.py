@@ -119,6 +119,23 @@ def test_a_preview_lists_the_first_candidates_and_all_on_request(crowded, operat
     assert len(every["explanations"]) == TASKS == every["explanation_count"]
     assert every["explanations"][:INLINE_EXPLANATIONS] == plan["explanations"]
     assert every["explanation_summary"] == summary_of(every["explanations"])
+    # The first ones alone are explained for the answer; the count and the summary are still
+    # those of every candidate.
+    assert plan["explanation_summary"] == every["explanation_summary"]
+    assert {key: value for key, value in plan.items() if key != "explanations"} == {
+        key: value for key, value in every.items() if key != "explanations"
+    }
 
     bad = operator.patch(f"{NIGHTLY}?dry_run=true&explanations=some", change, format="json")
     assert_error(bad, 400, "explanations")
+
+
+def test_a_simulation_explains_its_first_candidates_as_the_whole_list_does(crowded, viewer):
+    change = {"policy": "quota", "queue": "root.batch.nightly", "max": {"memory": "400Gi"}}
+    first = viewer.post(f"{API}/simulate", change, format="json").json()
+    every = viewer.post(f"{API}/simulate?explanations=all", change, format="json").json()
+    assert len(every["explanations"]) == TASKS == first["explanation_count"]
+    assert first["explanations"] == every["explanations"][:INLINE_EXPLANATIONS]
+    assert first["explanation_summary"] == every["explanation_summary"]
+    assert first["explanation_summary"] == summary_of(every["explanations"])
+    assert first["victims"] == every["victims"] and first["victims"]

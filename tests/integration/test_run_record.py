@@ -231,6 +231,43 @@ def test_copy_and_bulk_insert_store_the_same_record(gone_run):
         assert list(again.candidates.order_by("candidate").values_list(*fields)) == stored
 
 
+def test_copy_stores_awkward_text_and_missing_facts_as_bulk_insert_does(gone_run):
+    """COPY's text format escapes backslashes, tabs and line breaks and writes NULL as ``\\N``:
+    text holding those (and a literal ``\\N``), JSON with an escaped key, and a record without
+    facts come back as given, both ways."""
+    fields = [f.name for f in RunCandidate._meta.concrete_fields if f.name not in ("id", "run")]
+    awkward = "tab\there, line\nbreak, cr\r, back\\slash \\N, «é» 'q' \"d\""
+    records = [
+        record.CandidateRecord(
+            candidate="c\\1\t", accepted=True, reason=Reason.VICTIM, detail=awkward, position=1,
+            rank=2, queue="root.a", application=awkward, node="n\n1",
+            resources={"vcore": 100, 'we"ird\\key': 3}, priority=-5, qos="Burstable",
+            created_at=START, originator=False, allow_preemption=True, budget="\\N",
+            required_node="", remaining_before={"root.a": {"vcore": 7}}, remaining_after={},
+        ),
+        record.CandidateRecord(
+            candidate="c2", accepted=False, reason=Reason.TARGET_MET, detail=""
+        ),
+    ]  # fmt: skip
+    rows = []
+    for copy in (True, False):
+        again = PreemptionRun.objects.create(
+            partition=gone_run.partition, policy="quota", queue_path=f"root.awkward-{copy}",
+            trigger="test", created_at=START,
+        )  # fmt: skip
+        record.store_candidates(again, records, vanished={"c\\1\t"}, copy=copy)
+        rows.append(list(again.candidates.order_by("candidate").values_list(*fields)))
+    assert rows[0] == rows[1]
+    by_id = {row[0]: dict(zip(fields, row, strict=True)) for row in rows[0]}
+    first, second = by_id["c\\1\t"], by_id["c2"]
+    assert fields[0] == "candidate" and first["node_name"] == "n\n1"
+    assert first["detail"] == awkward + record.VANISHED_NOTE and first["budget"] == "\\N"
+    assert first["resources"] == {"vcore": 100, 'we"ird\\key': 3}
+    assert first["remaining_before"] == {"root.a": {"vcore": 7}} and first["remaining_after"] == {}
+    assert second["position"] is None and second["created_at"] is None
+    assert second["remaining_before"] is None and second["priority"] is None
+
+
 def _as_record(row: dict) -> record.CandidateRecord:
     return record.CandidateRecord(
         candidate=row["candidate"], accepted=row["accepted"], reason=Reason(row["reason"]),

@@ -5,11 +5,13 @@ contradicts a plan)."""
 
 from __future__ import annotations
 
+import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from preemption.config import PartitionConfig, PartitionSettings, QueueConfig
 from preemption.explain import CandidateRecord, amounts, explain, ordinal, subject_facts
+from preemption.explanations.quota import in_quota_order
 from preemption.model import (
     Allocation,
     Ask,
@@ -28,6 +30,7 @@ from preemption.policies import (
     plan_required_node,
     with_new_max,
 )
+from preemption.quota import victim_order_key
 from preemption.scenario import decide, load_scenario
 from tests.support.scenario_files import suite_files
 
@@ -475,6 +478,65 @@ def test_every_scenario_plan_is_described_candidate_by_candidate_without_contrad
                 assert record.detail.startswith(f"victim #{record.position}"), (path, record)
         seen.update(record.reason for record in records)
     assert seen == set(Reason)  # every reason code is met, and none falls back to its code
+
+
+def test_explaining_only_some_candidates_gives_their_records_of_the_full_explanation():
+    """``only`` (a preview explains its first candidates): each record is the one the full
+    list has, whichever candidates are left out before it in the policy's walk."""
+    checked = 0
+    for path, plan, records in _explained_scenarios():
+        scenario = load_scenario(path)
+        kind, value = scenario.action
+        state, subject = scenario.state, value
+        if kind == "quota":
+            subject, new_max = value
+            state = with_new_max(state, subject, new_max)
+        ids = [record.candidate for record in records]
+        for picked in (set(ids[::2]), set(ids[1::3]), {ids[-1], "no-such-task"} if ids else set()):
+            got = explain(state, plan, subject, scenario.options, only=picked)
+            assert got == [record for record in records if record.candidate in picked], path
+            checked += 1
+    assert checked > 30
+
+
+def test_explaining_only_a_later_leaf_counts_what_the_leaves_before_it_took():
+    """A guarded ancestor (root.t) is taken down by the victims of every leaf walked before:
+    a candidate of the second leaf explained alone reads what the first leaf's victims took."""
+    queues = (
+        QueueConfig.child_of("root", "t", guaranteed={"memory": 300 * GI}),
+        QueueConfig.child_of("root.t", "p", properties=DELAY),
+        QueueConfig.child_of("root.t.p", "a"),
+        QueueConfig.child_of("root.t.p", "b"),
+    )
+    state = ClusterState(
+        config=config(*queues, quota_preemption_enabled=True),
+        nodes=(Node("n1", {"memory": 1024 * GI}),),
+        allocations=tuple(
+            task(f"{leaf}{n}", f"root.t.p.{leaf}", n, memory=100) for leaf in "ab" for n in (1, 2)
+        ),
+    )
+    state = with_new_max(state, "root.t.p", {"memory": 100 * GI})
+    plan = plan_quota(state, "root.t.p", NOW)
+    every = by_id(explain(state, plan, "root.t.p"))
+    later = [r for r in every.values() if r.queue == "root.t.p.b"]
+    assert any(r.reason == Reason.LAW2_BELOW_GUARANTEE for r in later), every
+    for record in later:
+        assert explain(state, plan, "root.t.p", only={record.candidate}) == [record]
+
+
+def test_the_replay_sorts_quota_candidates_in_the_policys_order():
+    rng = random.Random(7)
+    tasks = [
+        task(
+            f"t{rng.randrange(40):02d}-{n}", "root.a", rng.choice([0, 1, 1, 2]), memory=1,
+            priority=rng.choice([-1, 0, 0, 5]), originator=rng.random() < 0.2,
+            allow_preemption=rng.random() < 0.8,
+        )
+        for n in range(400)
+    ]  # fmt: skip
+    walk = list(tasks)
+    in_quota_order(walk)
+    assert walk == sorted(tasks, key=victim_order_key)
 
 
 def test_quota_tasks_left_in_a_deleted_queue_are_told_why():

@@ -95,4 +95,4 @@ class SimulateView(APIView):
         except UnknownTarget as exc:
             raise ValidationError({exc.field: [str(exc)]}) from exc
         every = every_explanation(request)
-        return Response(plan_json(simulated.plan, simulated.described(), every=every))
+        return Response(plan_json(simulated.plan, simulated.described, every=every))

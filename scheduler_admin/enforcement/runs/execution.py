@@ -157,8 +157,10 @@ def _go_on_paced(run: PreemptionRun, token: int, now: datetime, worker: str) -> 
 
 def _plan_run(run: PreemptionRun, token: int) -> None:
     """First step of a quota run: decide the victims on the current state, describe every
-    candidate with its facts (``preemption.explain``, outside the transaction: it may take a
-    few seconds on a big plan) and store both under the run's fencing token.
+    candidate with its facts (``preemption.explain``) and store both under the run's fencing
+    token. The candidates are explained while they are written (``Described.while_stored``):
+    for 100,000 of them the database stores rows as the next ones are made, which takes about
+    as long as the write alone, instead of the explanation (a second or so) and then the write.
 
     The state is the narrowed one a quota plan reads (``load_quota_state``: the queue's subtree
     and its guarded ancestors' usage), which gives the plan the whole partition would."""
@@ -171,7 +173,7 @@ def _plan_run(run: PreemptionRun, token: int) -> None:
         config=current_config(run.partition),
     )
     plan = plan_quota(state, run.queue_path, now)
-    described = Described.of(state, plan, run.queue_path)
+    described = Described.while_stored(state, plan, run.queue_path)
     _store_planned(run, token, plan, described, now)
 
 
