@@ -11,6 +11,7 @@ checked by the server), as does approving a stale one. The POSTs are told apart 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django import forms
@@ -250,7 +251,7 @@ def _page(
         shown = preview.preview
         timers = sorted(shown.timers.values(), key=lambda timer: timer.queue)
         plans = [
-            plan_view(plan, shown.described(path), title=f"Quota enforcement on {path}")
+            plan_view(plan, partial(shown.described, path), title=f"Quota enforcement on {path}")
             for path, plan in sorted(shown.plans.items())
         ]
     return {

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from functools import partial
 
 from django import forms
 from django.conf import settings
@@ -162,7 +163,7 @@ def _timer_preview(
     plans = tuple(
         (
             f"{prefix}-{number}",
-            plan_view(plan, result.described(path), title=f"Quota enforcement on {path}"),
+            plan_view(plan, partial(result.described, path), title=f"Quota enforcement on {path}"),
         )
         for number, (path, plan) in enumerate(sorted(result.plans.items()), start=1)
     )

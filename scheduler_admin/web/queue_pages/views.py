@@ -15,6 +15,7 @@ writes nothing. The timer's cancel button opens the confirmation page of ``web.t
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from typing import Any
 from urllib.parse import urlencode
 
@@ -185,7 +186,7 @@ def _preview(
         "changes": describe_queue_changes(config, new_config, queue.path),
         "timers": sorted(result.timers.values(), key=lambda timer: timer.queue),
         "plans": [
-            plan_view(plan, result.described(path), title=f"Quota enforcement on {path}")
+            plan_view(plan, partial(result.described, path), title=f"Quota enforcement on {path}")
             for path, plan in sorted(result.plans.items())
         ],
     }

@@ -86,7 +86,7 @@ def simulator(request: HttpRequest) -> HttpResponse:
         form.add_error(field, f"It is gone from the cluster state: {exc}")
         return render(request, "web/simulator/simulator.html", context)
     context["result"] = {
-        "plan": plan_view(simulated.plan, simulated.described(), title=title),
+        "plan": plan_view(simulated.plan, simulated.described, title=title),
         "queue": config.queue(target) if policy == "quota" else None,
         "new_max": new_max,
     }
