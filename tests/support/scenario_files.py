@@ -4,9 +4,13 @@ pattern), and ours (``tests/scenarios``). One list for every test that walks the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
+from typing import NamedTuple
 
-from preemption.scenario import scenario_files
+from preemption.model import ClusterState, Options, Plan
+from preemption.policies import with_new_max
+from preemption.scenario import decide, load_scenario, scenario_files
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED = REPO.parent / "shared" / "scenarios"
@@ -29,3 +33,31 @@ def suite_files() -> list[Path]:
     shared = scenario_files([str(folder) for folder in (SHARED,) if folder.is_dir()])
     ours = scenario_files([str(folder) for folder in (OURS,) if folder.is_dir()])
     return [*shared, *pending_files(), *ours]
+
+
+class PlannedScenario(NamedTuple):
+    """A scenario's plan with what ``preemption.explain`` needs to describe it."""
+
+    path: Path
+    plan: Plan
+    #: The state the plan was made on (a quota change's new max applied).
+    state: ClusterState
+    #: The queue path (quota), the ask id or the job id the plan is for.
+    subject: str
+    options: Options
+
+
+def planned_scenarios() -> Iterator[PlannedScenario]:
+    """Every suite scenario with a single plan (timelines left out), planned."""
+    for path in suite_files():
+        scenario = load_scenario(path)
+        if scenario.policy == "quota_timeline":
+            continue
+        plan = decide(scenario)
+        assert scenario.action is not None
+        kind, value = scenario.action
+        state, subject = scenario.state, value
+        if kind == "quota":
+            subject, new_max = value
+            state = with_new_max(state, subject, new_max)
+        yield PlannedScenario(path, plan, state, subject, scenario.options)

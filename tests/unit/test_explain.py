@@ -32,7 +32,7 @@ from preemption.policies import (
 )
 from preemption.quota import victim_order_key
 from preemption.scenario import decide, load_scenario
-from tests.support.scenario_files import suite_files
+from tests.support.scenario_files import PlannedScenario, planned_scenarios
 
 GI = 1024**3
 NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
@@ -449,26 +449,16 @@ def test_job_victim_kept_out_by_admission_gives_the_inequality():
 # --------------------------------------------------------------------------------------------
 
 
-def _explained_scenarios() -> list[tuple[Path, Plan, list[CandidateRecord]]]:
-    results = []
-    for path in suite_files():
-        scenario = load_scenario(path)
-        if scenario.policy == "quota_timeline":
-            continue
-        plan = decide(scenario)
-        assert scenario.action is not None
-        kind, value = scenario.action
-        state, subject = scenario.state, value
-        if kind == "quota":
-            subject, new_max = value
-            state = with_new_max(state, subject, new_max)
-        results.append((path, plan, explain(state, plan, subject, scenario.options)))
-    return results
+def _explained_scenarios() -> list[tuple[PlannedScenario, list[CandidateRecord]]]:
+    return [
+        (planned, explain(planned.state, planned.plan, planned.subject, planned.options))
+        for planned in planned_scenarios()
+    ]
 
 
 def test_every_scenario_plan_is_described_candidate_by_candidate_without_contradiction():
     seen: set[Reason] = set()
-    for path, plan, records in _explained_scenarios():
+    for (path, plan, *_), records in _explained_scenarios():
         assert [r.candidate for r in records] == [e.candidate for e in plan.explanations], path
         for record, explanation in zip(records, plan.explanations, strict=True):
             assert (record.accepted, record.reason) == (explanation.accepted, explanation.reason)
@@ -484,16 +474,10 @@ def test_explaining_only_some_candidates_gives_their_records_of_the_full_explana
     """``only`` (a preview explains its first candidates): each record is the one the full
     list has, whichever candidates are left out before it in the policy's walk."""
     checked = 0
-    for path, plan, records in _explained_scenarios():
-        scenario = load_scenario(path)
-        kind, value = scenario.action
-        state, subject = scenario.state, value
-        if kind == "quota":
-            subject, new_max = value
-            state = with_new_max(state, subject, new_max)
+    for (path, plan, state, subject, options), records in _explained_scenarios():
         ids = [record.candidate for record in records]
         for picked in (set(ids[::2]), set(ids[1::3]), {ids[-1], "no-such-task"} if ids else set()):
-            got = explain(state, plan, subject, scenario.options, only=picked)
+            got = explain(state, plan, subject, options, only=picked)
             assert got == [record for record in records if record.candidate in picked], path
             checked += 1
     assert checked > 30

@@ -12,24 +12,8 @@ from collections import Counter
 from collections.abc import Collection
 
 from preemption.explain import CandidateRecord, explain
-from preemption.policies import with_new_max
-from preemption.scenario import decide, load_scenario
 from scheduler_admin.web.plans import plan_view, record_row
-from tests.support.scenario_files import suite_files
-
-
-def _plans():
-    for path in suite_files():
-        scenario = load_scenario(path)
-        if scenario.policy == "quota_timeline":
-            continue
-        plan = decide(scenario)
-        kind, value = scenario.action
-        state, subject = scenario.state, value
-        if kind == "quota":
-            subject, new_max = value
-            state = with_new_max(state, subject, new_max)
-        yield path, plan, state, subject, scenario.options
+from tests.support.scenario_files import planned_scenarios
 
 
 def recording(state, plan, subject, options):
@@ -45,7 +29,7 @@ def recording(state, plan, subject, options):
 
 def test_plan_rows_list_victims_then_candidates_by_id_and_count_the_rest_by_reason():
     checked = 0
-    for path, plan, state, subject, options in _plans():
+    for path, plan, state, subject, options in planned_scenarios():
         every = explain(state, plan, subject, options)
         if len(every) < 3:
             continue
@@ -69,7 +53,7 @@ def test_plan_rows_list_victims_then_candidates_by_id_and_count_the_rest_by_reas
 
 
 def test_a_plan_short_enough_is_described_whole():
-    for path, plan, state, subject, options in _plans():
+    for path, plan, state, subject, options in planned_scenarios():
         every = explain(state, plan, subject, options)
         describe, asked = recording(state, plan, subject, options)
         view = plan_view(plan, describe)
