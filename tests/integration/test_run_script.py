@@ -105,13 +105,20 @@ class Run:
 
     def start(self) -> Run:
         env = _environment(self.var_dir, self.port, self.marker, **self.extra_env)
-        ignore = (
-            (lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) if self.sigint_ignored else None
-        )
+        sigint_ignored = self.sigint_ignored
+
+        def dispositions() -> None:
+            # SIGHUP as a terminal's session has it: a suite run under `nohup` (a CI job started
+            # in the background) would pass it on ignored, and the script keeps an ignored
+            # SIGHUP ignored on purpose (`nohup make run`), so the SIGHUP cases could not work.
+            signal.signal(signal.SIGHUP, signal.SIG_DFL)
+            if sigint_ignored:
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
                 self.command, cwd=PROJECT_DIR, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=ignore,
+                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=dispositions,
             )  # fmt: skip
         return self
 
