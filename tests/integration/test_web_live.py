@@ -5,18 +5,21 @@ answer; an unchanged state costs a 304; the numbers and the rendered rows are th
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 
 import pytest
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 from scheduler_admin.accounts.roles import OPERATOR, VIEWER
 from scheduler_admin.cluster.models import Allocation, AllocationState
 from scheduler_admin.enforcement import runs
 from scheduler_admin.enforcement.evictions import acknowledge_eviction
 from scheduler_admin.enforcement.models import EvictionOrder, QuotaTimer, RunStatus, TimerStatus
-from scheduler_admin.queues.models import Partition, Queue
+from scheduler_admin.queues import scheduled, services
+from scheduler_admin.queues.models import ChangeRequest, Partition, Queue
 from tests.support.console import (
     NIGHTLY,
     import_demo,
@@ -113,6 +116,7 @@ def test_dashboard_document_has_the_open_rows_cards_and_a_version(partition, vie
     assert f'data-due-at="{timer.due_at.isoformat()}"' in nightly_row and "over max" in nightly_row
     assert set(data["html"]["sections"]) == {
         "alerts", "over_max", "runs", "revisions", "workers", "agents", "sparklines",
+        "scheduled", "pending_requests",
     }  # fmt: skip
     assert 'data-path="root.batch.nightly"' in data["html"]["sections"]["over_max"]
 
@@ -219,3 +223,41 @@ def test_a_poll_costs_the_same_queries_however_many_queues_are_open(partition, v
         response = get(viewer, DASHBOARD, {"partition": "default", "open": parents})
     assert len(response.json()["queues"]) == Queue.objects.count()
     assert len(many) == len(few), [query["sql"] for query in many]
+
+
+def test_a_scheduled_change_and_a_held_request_reach_an_open_dashboard(partition, viewer):
+    """The cards of scheduled changes and of requests awaiting approval follow the live
+    updates: each new one is a new version whose card is the one the page draws."""
+    first = get(viewer, DASHBOARD, BATCH_OPEN)
+    assert "No change is scheduled." in first.json()["html"]["sections"]["scheduled"]
+    assert first.json()["html"]["sections"]["pending_requests"].strip() == ""
+
+    queue = Queue.objects.get(path="root.batch.adhoc")
+    change = scheduled.schedule_queue_change(
+        "default", "root.batch.adhoc", version=queue.version, actor=None,
+        comment="weekend", apply_at=timezone.now() + timedelta(hours=2),
+        max={"memory": 200 * GI, "vcore": 100_000},
+    )  # fmt: skip
+    after = get(viewer, DASHBOARD, BATCH_OPEN, first["ETag"])
+    assert after.status_code == 200
+    assert after.json()["scheduled"] == [[change.pk, "pending"]]
+    section = after.json()["html"]["sections"]["scheduled"]
+    assert f'data-scheduled-change="{change.pk}"' in section and "weekend" in section
+    page = viewer.get("/", {"partition": "default"}).content.decode()
+    assert f'<div data-live-section="scheduled">{section}</div>' in page  # the page's own card
+
+    services.update_partition_settings(
+        "default", actor=None, comment="approvals", approval="decreases"
+    )
+    result = services.update_queue(
+        "default", "root.batch.adhoc", version=Queue.objects.get(path="root.batch.adhoc").version,
+        actor=None, comment="smaller adhoc", max={"memory": 100 * GI, "vcore": 100_000},
+        request_approval=True,
+    )  # fmt: skip
+    held = result.change_request
+    assert isinstance(held, ChangeRequest)
+    held_answer = get(viewer, DASHBOARD, BATCH_OPEN, after["ETag"])
+    assert held_answer.status_code == 200
+    assert held_answer.json()["pending_requests"] == [held.pk]
+    card = held_answer.json()["html"]["sections"]["pending_requests"]
+    assert "Change requests awaiting approval" in card and "smaller adhoc" in card

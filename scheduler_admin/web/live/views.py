@@ -71,6 +71,7 @@ from scheduler_admin.base.error_pages import reason_of
 from scheduler_admin.cluster.dynamic import cluster_tree
 from scheduler_admin.history.services import last_sample
 from scheduler_admin.queues.models import Partition
+from scheduler_admin.web.change_requests.views import pending_panel
 from scheduler_admin.web.common import View, partition_or_404
 from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
 from scheduler_admin.web.dashboard.sparklines import top_level_sparklines
@@ -78,6 +79,7 @@ from scheduler_admin.web.dashboard.tree import QueueTree
 from scheduler_admin.web.queue_pages import tables
 from scheduler_admin.web.queue_pages.status import live_state, timer_status, usage_status
 from scheduler_admin.web.queue_pages.usage_history import history_state, usage_history
+from scheduler_admin.web.scheduled.listing import scheduled_rows
 
 #: At most this many opened queues are followed (each brings up to ``CHILDREN_LIMIT`` rows).
 OPEN_LIMIT = 100
@@ -109,8 +111,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 
     ``open`` names each queue whose children the page shows (root's always are); ``q`` is the
     page's search. Rows: root, the children of each opened queue, the search matches with their
-    ancestors. Cards: queues over max, alerts, recent runs and revisions, workers, cluster
-    agents.
+    ancestors. Cards: queues over max, alerts, recent runs and revisions, scheduled changes,
+    change requests awaiting approval, workers, cluster agents.
     """
     name = request.GET.get("partition", "")
     if not text_problem(name):
@@ -126,6 +128,9 @@ def dashboard(request: HttpRequest) -> HttpResponse:
         "heartbeats": heartbeats(now) if whole else [],
         **(agents(now) if whole else {"agents": []}),
         "partition": partition,
+        # The scheduled changes and the requests awaiting approval follow too (their cards).
+        "scheduled": scheduled_rows(partition, request.user),
+        **pending_panel(partition, request.user),
     }
     state = {
         **_common_state(request, partition),
@@ -155,6 +160,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
             for run in cards["runs"]
         ],
         "revisions": [revision.number for revision in cards["revisions"]],
+        "scheduled": [[row.change.pk, row.change.status] for row in cards["scheduled"]],
+        "pending_requests": [found.pk for found in cards["pending_requests"]],
         "workers": [
             {"worker": beat["worker"], "alive": beat["alive"]} for beat in cards["heartbeats"]
         ],
@@ -174,6 +181,8 @@ def dashboard(request: HttpRequest) -> HttpResponse:
                 over_max="web/dashboard/_over_max.html",
                 runs="web/dashboard/_runs.html",
                 revisions="web/dashboard/_revisions.html",
+                scheduled="web/dashboard/_scheduled.html",
+                pending_requests="web/dashboard/_pending_requests.html",
                 workers="web/dashboard/_workers.html",
                 agents="web/dashboard/_agents.html",
                 sparklines="web/usage/_sparklines.html",
