@@ -36,7 +36,7 @@ from scheduler_admin.enforcement.models import (
     RunCandidate,
 )
 from scheduler_admin.queues import services
-from scheduler_admin.queues.models import Partition, Queue
+from scheduler_admin.queues.models import ChangeRequest, Partition, Queue
 from scheduler_admin.web.common import queue_url
 from tests.support.console import NIGHTLY, signed_in_client
 
@@ -110,7 +110,21 @@ def state() -> dict[str, object]:
     report_evictions(partition, [ClusterReport(blocked.pk, ClusterStatus.BLOCKED, "pdb", 429)],
                      actor=None)  # fmt: skip
     acknowledge_evictions(partition, [(gone.pk, "gone")], actor=None)
-    return {"partition": partition, "run": run}
+    # A decrease held for approval while the setting was on: a pending change request.
+    with time_machine.travel(due, tick=False):
+        services.update_partition_settings(
+            "default", actor=None, comment="approvals", approval="decreases"
+        )
+        held = services.update_queue(
+            "default", "root.batch.adhoc", actor=None, comment="smaller adhoc",
+            version=Queue.objects.get(path="root.batch.adhoc").version,
+            max={"memory": 100 * GI, "vcore": 100_000}, request_approval=True,
+        ).change_request  # fmt: skip
+        services.update_partition_settings(
+            "default", actor=None, comment="approvals off", approval="none"
+        )
+    assert held is not None
+    return {"partition": partition, "run": run, "change_request": held}
 
 
 def console_pages(run: PreemptionRun) -> list[str]:
@@ -149,6 +163,12 @@ def console_pages(run: PreemptionRun) -> list[str]:
         "/fences/?partition=default&queue=root.prod.web",
         "/users/",
         "/partitions/default/settings/",
+        "/partitions/default/change-requests/",
+        *[
+            f"/partitions/default/change-requests/{pk}/"
+            for pk in ChangeRequest.objects.values_list("pk", flat=True)
+        ],
+        "/account/notifications/",
         *[
             f"/timers/{pk}/cancel/"
             for pk in QuotaTimer.objects.filter(status="pending").values_list("pk", flat=True)
