@@ -191,6 +191,23 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     return FileGroupScheduling(config, log)
 
 
+@pytest.fixture(autouse=True)
+def _no_kept_configs_from_earlier_tests() -> None:
+    """Each test starts with no parsed config (``queues.saved``) and no dashboard roll-up
+    (``web.dashboard.rollup``) kept in this process. Both are keyed by what tells one revision
+    or one change from another in a database's life (the partition's id, a revision's number
+    and time, the usage generation); tests rebuild partitions in databases whose ids start
+    again after a flush, often at one frozen time, so two tests' different partitions could
+    share a key (the demo's leaves were then those of a tenant tree of an earlier test)."""
+    if not settings.configured:
+        return
+    from scheduler_admin.queues import saved
+    from scheduler_admin.web.dashboard import rollup
+
+    saved.clear()
+    rollup.clear()
+
+
 def _flushes_the_database(item: pytest.Item) -> bool:
     """Whether pytest-django empties every table after ``item`` (a transactional test), by the
     rule pytest-django orders tests with."""

@@ -231,6 +231,29 @@ def set_active(user: AbstractUser, active: bool, *, actor: AbstractBaseUser | No
     return True
 
 
+def set_email(user: AbstractUser, email: str, *, actor: AbstractBaseUser | None) -> bool:
+    """Set an account's e-mail address, or clear it with ``""``: where the e-mail notifications
+    it subscribes to go. The caller decides who may (the user themselves, or an admin). Audited
+    ``user.email_changed`` with both addresses. False when it was already so."""
+    email = _checked_email(email.strip())
+    with transaction.atomic():
+        user = _locked(user)
+        if user.email == email:
+            return False
+        old, user.email = user.email, email
+        user.save(update_fields=["email"])
+        _record(
+            AuditKind.USER_EMAIL_CHANGED,
+            user,
+            actor,
+            f"E-mail address of {user.username} "
+            + (f"set to {email}" if email else "cleared")
+            + f" by {actor_name(actor)}",
+            {"old": old, "new": email},
+        )
+    return True
+
+
 def change_password(
     user: AbstractUser, *, old_password: str, new_password: str, actor: AbstractBaseUser | None
 ) -> None:

@@ -69,6 +69,8 @@ class AuditKind(models.TextChoices):
     USER_GROUPS_CHANGED = "user.groups_changed", "User groups changed"
     # Passwords change in the product, never in the Django admin (no back doors).
     USER_PASSWORD_CHANGED = "user.password_changed", "User password changed"
+    # Where a user's e-mail notifications go: set by the user or an admin.
+    USER_EMAIL_CHANGED = "user.email_changed", "User e-mail address changed"
     # Scheduled changes (queues.scheduled): kept for a time, then applied, failed or cancelled.
     SCHEDULED_CREATED = "scheduled.created", "Change scheduled"
     SCHEDULED_APPLIED = "scheduled.applied", "Scheduled change applied"

@@ -6,9 +6,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.test import Client
 
 from scheduler_admin.accounts import services as accounts
+from scheduler_admin.audit.models import AuditEvent, AuditKind
 from scheduler_admin.notifications.models import Channel, Subscription
 from tests.support.console import signed_in_client
 from tests.support.tenants import INSIDE, OUTSIDE, tenant_state, tenant_user
@@ -17,6 +19,7 @@ pytestmark = pytest.mark.django_db
 
 PAGE = "/account/notifications/"
 SUBSCRIBE = "/account/notifications/subscribe/"
+EMAIL = "/account/notifications/email/"
 
 
 @pytest.fixture
@@ -107,3 +110,36 @@ def test_the_django_admin_never_shows_a_channels_url(tenants):
         page = admin.get(url)
         assert page.status_code == 200, url
         assert "s3cr3t-token" not in page.content.decode()
+
+
+def test_a_user_sets_and_clears_their_own_e_mail_address_audited(tenants):
+    """Without an address an e-mail subscription sends nothing: the user sets it here."""
+    client = signed_in_client("viewer")
+    saved = client.post(EMAIL, {"email": " ops@example.org "}, follow=True)
+    html = saved.content.decode()
+    assert "E-mail notifications now go to ops@example.org." in html
+    assert "has no e-mail address" not in html and 'value="ops@example.org"' in html
+    user = get_user_model().objects.get(username="user-viewer")
+    assert user.email == "ops@example.org"
+    event = AuditEvent.objects.get(kind=AuditKind.USER_EMAIL_CHANGED)
+    assert event.actor_name == "user-viewer" and event.object_id == "user-viewer"
+    assert event.data["old"] == "" and event.data["new"] == "ops@example.org"
+
+    again = client.post(EMAIL, {"email": "ops@example.org"}, follow=True)
+    assert "Your e-mail address is unchanged." in again.content.decode()
+    assert AuditEvent.objects.filter(kind=AuditKind.USER_EMAIL_CHANGED).count() == 1
+
+    cleared = client.post(EMAIL, {"email": ""}, follow=True)
+    assert "Your e-mail address is cleared" in cleared.content.decode()
+    user.refresh_from_db()
+    assert user.email == ""
+
+
+def test_a_malformed_e_mail_address_is_shown_beside_its_field_and_changes_nothing(tenants):
+    client = signed_in_client("viewer")
+    client.post(EMAIL, {"email": "ops@example.org"})
+    refused = client.post(EMAIL, {"email": "not an address"})
+    assert refused.status_code == 400
+    assert field_errors(refused.content.decode()) == ["Enter a valid email address."]
+    assert get_user_model().objects.get(username="user-viewer").email == "ops@example.org"
+    assert AuditEvent.objects.filter(kind=AuditKind.USER_EMAIL_CHANGED).count() == 1

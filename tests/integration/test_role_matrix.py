@@ -584,6 +584,11 @@ CONSOLE_FORMS: dict[str, list[Form]] = {
                 "partition": "default", "queue_path": queue_path(p), "subtree": "on",
                 "kinds": ["run.started"], "email": "on"})),
     ],
+    # Every signed-in account sets its own e-mail address (where its subscriptions go).
+    "notifications-email": [
+        Form(SIGNED_IN, 302, WHOLE, lambda t, p: _form(
+            "POST", "/account/notifications/email/", {"email": "me@example.org"})),
+    ],
     "users-grant-give": [
         Form(ADMIN_WHOLE, 302, WHOLE, lambda t, p: _form("POST", "/users/grants/", {
             "partition": "default", "queue": "root.team-a.web", "role": "admin",

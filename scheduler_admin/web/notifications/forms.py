@@ -62,3 +62,10 @@ class SubscriptionForm(forms.Form):
             partition=data["partition"], queue_path=data["queue_path"], kinds=data["kinds"],
             subtree=data["subtree"], email=data["email"], channel=data.get("channel"),
         )  # fmt: skip
+
+
+class EmailForm(forms.Form):
+    """The signed-in user's own e-mail address, where their e-mail subscriptions go (empty:
+    none). Checked again by ``accounts.services.set_email``."""
+
+    email = forms.EmailField(label="Your e-mail address", required=False, max_length=254)

@@ -11,11 +11,12 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from scheduler_admin.accounts import permissions as access
+from scheduler_admin.accounts import services as accounts
 from scheduler_admin.base.errors import Invalid
 from scheduler_admin.notifications import services
 from scheduler_admin.notifications.events import EventKind
 from scheduler_admin.queues.models import Partition
-from scheduler_admin.web.notifications.forms import SubscriptionForm
+from scheduler_admin.web.notifications.forms import EmailForm, SubscriptionForm
 
 
 @require_GET
@@ -41,6 +42,32 @@ def subscribe(request: HttpRequest) -> HttpResponse:
 
 
 @require_POST
+def set_email(request: HttpRequest) -> HttpResponse:
+    """The user sets or clears their own e-mail address (audited); a malformed one is shown
+    beside the field and changes nothing."""
+    email_form = EmailForm(request.POST)
+    if email_form.is_valid():
+        try:
+            changed = accounts.set_email(
+                request.user, email_form.cleaned_data["email"], actor=request.user
+            )
+        except Invalid as exc:
+            for errors in exc.errors.values():
+                for error in errors:
+                    email_form.add_error("email", error)
+        else:
+            address = email_form.cleaned_data["email"]
+            if not changed:
+                messages.info(request, "Your e-mail address is unchanged.")
+            elif address:
+                messages.success(request, f"E-mail notifications now go to {address}.")
+            else:
+                messages.success(request, "Your e-mail address is cleared: no e-mail is sent.")
+            return redirect("notifications")
+    return _page(request, _form(request), email_form=email_form, status=400)
+
+
+@require_POST
 def unsubscribe(request: HttpRequest, pk: int) -> HttpResponse:
     subscription = services.subscription_of(request.user, pk)
     services.delete_subscription(subscription.pk, actor=request.user)
@@ -60,11 +87,23 @@ def _form(request: HttpRequest, data: object = None) -> SubscriptionForm:
     )
 
 
-def _page(request: HttpRequest, form: SubscriptionForm, *, status: int = 200) -> HttpResponse:
+def _page(
+    request: HttpRequest,
+    form: SubscriptionForm,
+    *,
+    email_form: EmailForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
     labels = dict(EventKind.choices)
     rows = [
         {"subscription": row, "kinds": [labels.get(kind, kind) for kind in row.kinds]}
         for row in services.subscriptions_for(request.user).filter(user_id=request.user.pk)
     ]
-    context = {"rows": rows, "form": form, "email": getattr(request.user, "email", "")}
+    email = getattr(request.user, "email", "")
+    context = {
+        "rows": rows,
+        "form": form,
+        "email": email,
+        "email_form": email_form or EmailForm(initial={"email": email}),
+    }
     return render(request, "web/notifications/page.html", context, status=status)
