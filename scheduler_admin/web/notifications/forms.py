@@ -68,4 +68,4 @@ class EmailForm(forms.Form):
     """The signed-in user's own e-mail address, where their e-mail subscriptions go (empty:
     none). Checked again by ``accounts.services.set_email``."""
 
-    email = forms.EmailField(label="Your e-mail address", required=False, max_length=254)
+    email = forms.EmailField(label="E-mail address", required=False, max_length=254)
