@@ -92,6 +92,9 @@ _ASK_COLUMNS = (
     "preemption_policy", "required_node", "job", "created_at", "state", "node_selector",
     "node_affinity", "tolerations",
 )  # fmt: skip
+#: A new allocation's state when the body names none (an enum member's ``.value`` costs about
+#: 4 µs a read: 0.6 s over 150,000 allocations).
+_RUNNING = AllocationState.RUNNING.value
 _NODE_COLUMNS = ("capacity", "schedulable", "labels", "taints")
 _DYNAMIC_COLUMNS = ("leaf", "template", "guaranteed", "max", "properties")
 
@@ -146,6 +149,7 @@ def write_state(
     upsert_rows(
         Node, partition, "name", [*_NODE_COLUMNS, "updated_at"],
         [(n["name"], *(n[column] for column in _NODE_COLUMNS), now) for n in nodes],
+        stored=stored,
     )  # fmt: skip
 
     # Applications: one per app named by an allocation or ask (its first item decides) ----------
@@ -165,6 +169,7 @@ def write_state(
     upsert_rows(
         Application, partition, "external_id", ["queue_path", "user"],
         [(item["app"], item["queue"], item["user"]) for item in changed_apps],
+        stored=stored_apps,
     )  # fmt: skip
     created = [item for app, item in apps.items() if app not in app_ids]
     stored = stored_rows(Application, partition, "external_id", ["id"], created, "app")
@@ -186,7 +191,7 @@ def write_state(
         if before is not None and before[:-1] == values and item["state"] in (None, before[-1]):
             continue
         changed["allocations"]["created" if before is None else "updated"] += 1
-        row = (item["id"], *values, item["state"] or AllocationState.RUNNING.value, now)
+        row = (item["id"], *values, item["state"] or _RUNNING, now)
         (with_state if item["state"] else keep_state).append(row)
     lock_allocations(
         partition,
@@ -201,10 +206,12 @@ def write_state(
         update=[*_ALLOCATION_COLUMNS, "state"],
         update_sql={"state_changed_at": "CASE WHEN {table}.state = excluded.state "
                     "THEN {table}.state_changed_at ELSE excluded.state_changed_at END"},
+        stored=stored,
     )  # fmt: skip
     upsert_rows(
-        Allocation, partition, "external_id", columns, keep_state, update=_ALLOCATION_COLUMNS
-    )
+        Allocation, partition, "external_id", columns, keep_state, update=_ALLOCATION_COLUMNS,
+        stored=stored,
+    )  # fmt: skip
 
     # Asks: an ask sent without a node keeps the node the product reserved or nominated -------
     stored = stored_rows(
@@ -228,8 +235,10 @@ def write_state(
         [row[0] for row in (*with_node, *keep_node) if row[0] in stored] + list(removals["asks"]),
     )
     columns = [*_ASK_COLUMNS, "node"]
-    upsert_rows(Ask, partition, "external_id", columns, with_node, update=columns)
-    upsert_rows(Ask, partition, "external_id", columns, keep_node, update=_ASK_COLUMNS)
+    upsert_rows(Ask, partition, "external_id", columns, with_node, update=columns, stored=stored)
+    upsert_rows(
+        Ask, partition, "external_id", columns, keep_node, update=_ASK_COLUMNS, stored=stored
+    )
 
     # Budgets ----------------------------------------------------------------------------------
     stored = stored_rows(
