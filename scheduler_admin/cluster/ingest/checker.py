@@ -154,6 +154,14 @@ class Checker:
             return default
         return value
 
+    def known_resources(self, value: object) -> dict[str, int] | None:
+        """The parsed resource set of a shape already seen (a copy), else None: the fast path
+        of ``resources``, which needs no path."""
+        shape = _shape(value)
+        if shape is not None and shape in self._parsed:
+            return dict(self._parsed[shape])
+        return None
+
     def resources(self, value: object, path: str) -> dict[str, int]:
         shape = _shape(value)
         if shape is not None and shape in self._parsed:
@@ -218,10 +226,10 @@ class Checker:
 
 def _shape(value: object) -> tuple[tuple[object, object], ...] | None:
     """A hashable key for a resource mapping of plain strings and integers, else None."""
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # a dict: no ABC check
         return None
     items = tuple(value.items())
     for name, amount in items:
-        if type(name) is not str or type(amount) not in (str, int):
+        if type(name) is not str or (type(amount) is not str and type(amount) is not int):
             return None
     return items
