@@ -77,6 +77,8 @@ class Checker:
         # Thousands of tasks share a handful of shapes ({"memory": "2Gi", "vcore": "500m"}):
         # parse each shape once. Only valid shapes are kept (errors carry each item's path).
         self._parsed: dict[tuple[tuple[object, object], ...], dict[str, int]] = {}
+        # Tasks of one job are created in the same second: parse each time text once.
+        self._times: dict[str, datetime] = {}
 
     @cached_property
     def leaf_spelling(self) -> dict[str, str]:
@@ -195,9 +197,16 @@ class Checker:
             good = False
         return good
 
+    def known_time(self, value: object) -> datetime | None:
+        """The time a text already read stands for, else None: the fast path of ``time``."""
+        return self._times.get(value) if type(value) is str else None
+
     def time(self, value: object, path: str) -> datetime:
         if value is None:
             return DEFAULT_CREATED_AT
+        known = self.known_time(value)
+        if known is not None:
+            return known
         # fromisoformat stops at a NUL ("...00Z\x00junk" would parse): refuse such text first.
         if isinstance(value, str) and text_problem(value, _TIME_MAX_LENGTH) is None:
             try:
@@ -205,13 +214,16 @@ class Checker:
             except ValueError:
                 pass
             else:
-                if moment.tzinfo is None:
-                    return moment.replace(tzinfo=UTC)
                 try:  # PostgreSQL stores offsets up to ±15:59 only: keep every time in UTC
-                    return moment.astimezone(UTC)
+                    if moment.tzinfo is None:
+                        moment = moment.replace(tzinfo=UTC)
+                    else:
+                        moment = moment.astimezone(UTC)
                 except (OverflowError, ValueError):
                     self.fail(path, "is out of the supported time range")
                     return DEFAULT_CREATED_AT
+                self._times[value] = moment
+                return moment
         self.fail(path, "must be an ISO 8601 time such as 2026-01-01T12:00:00Z")
         return DEFAULT_CREATED_AT
 

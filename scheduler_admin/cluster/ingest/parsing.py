@@ -247,7 +247,8 @@ def _disruptions(checker: Checker, value: object, path: str, name: str) -> int:
 
 
 def _time(checker: Checker, value: object, path: str, name: str) -> datetime:
-    return checker.time(value, f"{path}.{name}")
+    known = checker.known_time(value)
+    return known if known is not None else checker.time(value, f"{path}.{name}")
 
 
 def _flag(checker: Checker, value: object, path: str, name: str) -> bool:
