@@ -1,7 +1,8 @@
 """Bulk reads and upserts of a partition's rows by their cluster key, as few statements as
 the database allows: ``stored_rows`` (the compared columns of the rows a push names) and
 ``upsert_rows`` (``INSERT .. ON CONFLICT DO UPDATE``; on PostgreSQL one binary array per
-column through ``unnest``). What to compare and write is ``writing``'s business.
+column through ``unnest``, and ``COPY`` for the rows known to be new). What to compare and
+write is ``writing``'s business.
 """
 
 from __future__ import annotations
