@@ -12,7 +12,7 @@ leaves the usage summary different from a ``SUM`` over the tasks.
 from __future__ import annotations
 
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -399,3 +399,51 @@ def test_the_worst_interleaving_of_a_replace_push_and_a_marking_does_not_deadloc
     assert Allocation.objects.get(external_id=kept).state == AllocationState.PREEMPTING
     assert set(Allocation.objects.values_list("priority", flat=True)) == {9}
     assert check_summary(partition) == {}
+
+
+def test_one_replace_push_creating_and_changing_rows_stores_each_as_given(partition):
+    """New rows and changed stored rows go by different statements on PostgreSQL (``COPY``
+    for the new, an upsert for the others): both land whole, with the usage summary exact."""
+    body = whole_state()
+    body["nodes"].append(
+        {"name": "n3", "capacity": {"memory": "64G"}, "labels": {"zone": "b"},
+         "taints": [{"key": "gpu", "effect": "NoSchedule"}]}
+    )  # fmt: skip
+    body["allocations"][0] = {**body["allocations"][0], "node": "n2", "state": "preempting"}
+    body["allocations"] += [
+        task("c1", "root.team.a", 7, 20, node="n3", app="app-c", qos="Guaranteed", pdb="ns/pdb1"),
+        task("c2", "root.team.b", 3, 21, node="n3", state="preempting", priority=-4),
+    ]
+    body["asks"].append(
+        {"id": "ask3", "queue": "root.team.a", "resources": {"memory": "5G"}, "node": "n3",
+         "tolerations": [{"key": "gpu", "operator": "Exists"}]}
+    )  # fmt: skip
+
+    result = ingest_cluster_state(partition, {**body, "replace": True}, actor=None)
+
+    assert result.changed["nodes"] == {"created": 1, "updated": 0, "removed": 0}
+    assert result.changed["allocations"] == {"created": 2, "updated": 1, "removed": 0}
+    assert result.changed["asks"] == {"created": 1, "updated": 0, "removed": 0}
+    node = Node.objects.get(partition=partition, name="n3")
+    assert (node.capacity, node.labels) == ({"memory": 64 * GB}, {"zone": "b"})
+    assert [(t["key"], t["effect"]) for t in node.taints] == [("gpu", "NoSchedule")]
+    rows = {
+        a.external_id: a
+        for a in Allocation.objects.filter(partition=partition).select_related("application")
+    }
+    assert (rows["a1"].node_name, rows["a1"].state) == ("n2", AllocationState.PREEMPTING)
+    c1, c2 = rows["c1"], rows["c2"]
+    assert (c1.application.external_id, c1.queue_path, c1.resources, c1.qos, c1.pdb) == (
+        "app-c", "root.team.a", {"memory": 7 * GB}, "Guaranteed", "ns/pdb1"
+    )  # fmt: skip
+    assert c1.state == AllocationState.RUNNING and c1.created_at == datetime(
+        2026, 3, 1, 10, 20, tzinfo=UTC
+    )
+    assert (c2.state, c2.priority, c2.application.external_id) == (
+        AllocationState.PREEMPTING, -4, "c2"
+    )  # fmt: skip
+    ask = Ask.objects.get(partition=partition, external_id="ask3")
+    assert (ask.node, ask.resources, ask.tolerations[0]["key"]) == ("n3", {"memory": 5 * GB}, "gpu")
+    assert check_summary(partition) == {}
+    again = ingest_cluster_state(partition, {**body, "replace": True}, actor=None)
+    assert not again.anything_changed

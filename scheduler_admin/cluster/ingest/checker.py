@@ -77,6 +77,8 @@ class Checker:
         # Thousands of tasks share a handful of shapes ({"memory": "2Gi", "vcore": "500m"}):
         # parse each shape once. Only valid shapes are kept (errors carry each item's path).
         self._parsed: dict[tuple[tuple[object, object], ...], dict[str, int]] = {}
+        # Tasks of one job are created in the same second: parse each time text once.
+        self._times: dict[str, datetime] = {}
 
     @cached_property
     def leaf_spelling(self) -> dict[str, str]:
@@ -154,6 +156,14 @@ class Checker:
             return default
         return value
 
+    def known_resources(self, value: object) -> dict[str, int] | None:
+        """The parsed resource set of a shape already seen (a copy), else None: the fast path
+        of ``resources``, which needs no path."""
+        shape = _shape(value)
+        if shape is not None and shape in self._parsed:
+            return dict(self._parsed[shape])
+        return None
+
     def resources(self, value: object, path: str) -> dict[str, int]:
         shape = _shape(value)
         if shape is not None and shape in self._parsed:
@@ -187,9 +197,16 @@ class Checker:
             good = False
         return good
 
+    def known_time(self, value: object) -> datetime | None:
+        """The time a text already read stands for, else None: the fast path of ``time``."""
+        return self._times.get(value) if type(value) is str else None
+
     def time(self, value: object, path: str) -> datetime:
         if value is None:
             return DEFAULT_CREATED_AT
+        known = self.known_time(value)
+        if known is not None:
+            return known
         # fromisoformat stops at a NUL ("...00Z\x00junk" would parse): refuse such text first.
         if isinstance(value, str) and text_problem(value, _TIME_MAX_LENGTH) is None:
             try:
@@ -197,13 +214,16 @@ class Checker:
             except ValueError:
                 pass
             else:
-                if moment.tzinfo is None:
-                    return moment.replace(tzinfo=UTC)
                 try:  # PostgreSQL stores offsets up to ±15:59 only: keep every time in UTC
-                    return moment.astimezone(UTC)
+                    if moment.tzinfo is None:
+                        moment = moment.replace(tzinfo=UTC)
+                    else:
+                        moment = moment.astimezone(UTC)
                 except (OverflowError, ValueError):
                     self.fail(path, "is out of the supported time range")
                     return DEFAULT_CREATED_AT
+                self._times[value] = moment
+                return moment
         self.fail(path, "must be an ISO 8601 time such as 2026-01-01T12:00:00Z")
         return DEFAULT_CREATED_AT
 
@@ -218,10 +238,10 @@ class Checker:
 
 def _shape(value: object) -> tuple[tuple[object, object], ...] | None:
     """A hashable key for a resource mapping of plain strings and integers, else None."""
-    if not isinstance(value, Mapping):
+    if type(value) is not dict and not isinstance(value, Mapping):  # a dict: no ABC check
         return None
     items = tuple(value.items())
     for name, amount in items:
-        if type(name) is not str or type(amount) not in (str, int):
+        if type(name) is not str or (type(amount) is not str and type(amount) is not int):
             return None
     return items

@@ -1,15 +1,17 @@
 """Bulk reads and upserts of a partition's rows by their cluster key, as few statements as
 the database allows: ``stored_rows`` (the compared columns of the rows a push names) and
 ``upsert_rows`` (``INSERT .. ON CONFLICT DO UPDATE``; on PostgreSQL one binary array per
-column through ``unnest``). What to compare and write is ``writing``'s business.
+column through ``unnest``, and ``COPY`` for the rows known to be new). What to compare and
+write is ``writing``'s business.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping
 from typing import Any
 
+import orjson
 import psycopg
 from django.db import connection, models
 from django.db.models.functions import Cast
@@ -89,6 +91,7 @@ def upsert_rows(
     *,
     update: Iterable[str] | None = None,
     update_sql: Mapping[str, str] | None = None,
+    stored: Container[str] | None = None,
 ) -> None:
     """``INSERT (partition, key, *columns) .. ON CONFLICT (partition, key) DO UPDATE``.
 
@@ -102,9 +105,22 @@ def upsert_rows(
     per table whatever the number of rows, and no per-value quoting (Django's client-side
     parameter binding spends about 20 µs a value: 16 s for 50,000 allocations). Elsewhere
     (SQLite for development) as multi-row ``VALUES`` in batches.
+
+    ``stored``, when given, holds the keys of every stored row among ``rows``, read under the
+    partition's ingest lock (every row of these tables is created by a push, under that lock):
+    on PostgreSQL the other rows, new for certain, are written with ``COPY`` instead: no
+    speculative insertion and no arrays to build, half the time or less (a first replacement
+    of 150,000 allocations is all new rows).
     """
     if not rows:
         return
+    if stored is not None and connection.vendor == "postgresql":
+        new = [row for row in rows if row[0] not in stored]
+        if new:
+            _copy_rows(model, partition.pk, [key, *columns], new)
+            if len(new) == len(rows):
+                return
+            rows = [row for row in rows if row[0] in stored]
     meta = model._meta  # type: ignore[attr-defined]
     quote = connection.ops.quote_name
     table = quote(meta.db_table)
@@ -122,6 +138,51 @@ def upsert_rows(
         _insert_arrays(table, names, conflict, partition.pk, fields, rows)
     else:
         _insert_values(table, names, conflict, partition.pk, fields, rows)
+
+
+def _copy_rows(
+    model: type[models.Model], partition_id: int, attnames: list[str], rows: list[tuple[Any, ...]]
+) -> None:
+    """PostgreSQL: ``COPY`` the rows (``(key, *columns)`` tuples of ``attnames``) into the
+    model's table for ``partition_id``, in key order, as text rows (JSON as text:
+    ``_json_text``)."""
+    meta = model._meta  # type: ignore[attr-defined]
+    quote = connection.ops.quote_name
+    by_attname = {f.attname: f for f in meta.concrete_fields}
+    fields = [by_attname[name] for name in attnames]
+    names = ", ".join(quote(n) for n in ["partition_id", *(f.column for f in fields)])
+    encoders = {
+        index: f.encoder for index, f in enumerate(fields) if isinstance(f, models.JSONField)
+    }
+    rows = sorted(rows, key=lambda row: row[0])
+    if encoders:
+        rows = [_json_columns(row, encoders) for row in rows]
+    connection.ensure_connection()
+    with (
+        psycopg.Cursor(connection.connection) as cursor,
+        cursor.copy(f"COPY {quote(meta.db_table)} ({names}) FROM STDIN") as copy,
+    ):
+        for row in rows:
+            copy.write_row((partition_id, *row))
+
+
+def _json_columns(row: tuple[Any, ...], encoders: Mapping[int, Any]) -> tuple[Any, ...]:
+    values = list(row)
+    for index, encoder in encoders.items():
+        values[index] = _json_text(values[index], encoder)
+    return tuple(values)
+
+
+def _json_text(value: Any, encoder: type[json.JSONEncoder] | None) -> str:
+    """A JSON column's value as text for jsonb (which keeps no formatting): ``orjson`` for a
+    field without an encoder of its own, else (or for what ``orjson`` refuses, an integer
+    beyond 64 bits) ``json.dumps`` with the field's encoder, as the ORM writes it."""
+    if encoder is None:
+        try:
+            return orjson.dumps(value).decode()
+        except TypeError:  # orjson.JSONEncodeError is a TypeError
+            pass
+    return json.dumps(value, cls=encoder)
 
 
 def _insert_arrays(
@@ -145,7 +206,7 @@ def _insert_arrays(
         alias = quote(f"c{index}")
         aliases.append(alias)
         if isinstance(f, models.JSONField):
-            arrays.append(("text", [json.dumps(v, cls=f.encoder) for v in values]))
+            arrays.append(("text", [_json_text(v, f.encoder) for v in values]))
             selects.append(f"{alias}::jsonb")
         else:
             arrays.append((f.db_type(connection), list(values)))

@@ -92,6 +92,9 @@ _ASK_COLUMNS = (
     "preemption_policy", "required_node", "job", "created_at", "state", "node_selector",
     "node_affinity", "tolerations",
 )  # fmt: skip
+#: A new allocation's state when the body names none (read once: an enum member's ``.value``
+#: is a Python-level descriptor call per allocation).
+_RUNNING = AllocationState.RUNNING.value
 _NODE_COLUMNS = ("capacity", "schedulable", "labels", "taints")
 _DYNAMIC_COLUMNS = ("leaf", "template", "guaranteed", "max", "properties")
 
@@ -104,10 +107,11 @@ def write_state(
 
     Each table is read once (the compared columns of the rows the body names) and compared in
     Python; the new and changed rows are then written with a few multi-row
-    ``INSERT .. ON CONFLICT DO UPDATE`` statements (``upsert_rows``). Pushing the same state again,
-    the common case for an agent reporting every few seconds, is therefore five reads and no
-    write; a first push of 50,000 allocations is some 25 statements instead of Django's
-    per-object work in ``bulk_create``.
+    ``INSERT .. ON CONFLICT DO UPDATE`` statements (``upsert_rows``; on PostgreSQL the rows not
+    stored go by ``COPY``: the read, under the ingest lock, proves them new). Pushing the same
+    state again, the common case for an agent reporting every few seconds, is therefore five
+    reads and no write; a first push of 50,000 allocations is some 25 statements instead of
+    Django's per-object work in ``bulk_create``.
 
     What the product owns is never overwritten from a stale read: an allocation sent without a
     ``state`` keeps the stored one (a victim stays ``preempting`` until its eviction is
@@ -146,6 +150,7 @@ def write_state(
     upsert_rows(
         Node, partition, "name", [*_NODE_COLUMNS, "updated_at"],
         [(n["name"], *(n[column] for column in _NODE_COLUMNS), now) for n in nodes],
+        stored=stored,
     )  # fmt: skip
 
     # Applications: one per app named by an allocation or ask (its first item decides) ----------
@@ -165,6 +170,7 @@ def write_state(
     upsert_rows(
         Application, partition, "external_id", ["queue_path", "user"],
         [(item["app"], item["queue"], item["user"]) for item in changed_apps],
+        stored=stored_apps,
     )  # fmt: skip
     created = [item for app, item in apps.items() if app not in app_ids]
     stored = stored_rows(Application, partition, "external_id", ["id"], created, "app")
@@ -186,7 +192,7 @@ def write_state(
         if before is not None and before[:-1] == values and item["state"] in (None, before[-1]):
             continue
         changed["allocations"]["created" if before is None else "updated"] += 1
-        row = (item["id"], *values, item["state"] or AllocationState.RUNNING.value, now)
+        row = (item["id"], *values, item["state"] or _RUNNING, now)
         (with_state if item["state"] else keep_state).append(row)
     lock_allocations(
         partition,
@@ -201,10 +207,12 @@ def write_state(
         update=[*_ALLOCATION_COLUMNS, "state"],
         update_sql={"state_changed_at": "CASE WHEN {table}.state = excluded.state "
                     "THEN {table}.state_changed_at ELSE excluded.state_changed_at END"},
+        stored=stored,
     )  # fmt: skip
     upsert_rows(
-        Allocation, partition, "external_id", columns, keep_state, update=_ALLOCATION_COLUMNS
-    )
+        Allocation, partition, "external_id", columns, keep_state, update=_ALLOCATION_COLUMNS,
+        stored=stored,
+    )  # fmt: skip
 
     # Asks: an ask sent without a node keeps the node the product reserved or nominated -------
     stored = stored_rows(
@@ -228,8 +236,10 @@ def write_state(
         [row[0] for row in (*with_node, *keep_node) if row[0] in stored] + list(removals["asks"]),
     )
     columns = [*_ASK_COLUMNS, "node"]
-    upsert_rows(Ask, partition, "external_id", columns, with_node, update=columns)
-    upsert_rows(Ask, partition, "external_id", columns, keep_node, update=_ASK_COLUMNS)
+    upsert_rows(Ask, partition, "external_id", columns, with_node, update=columns, stored=stored)
+    upsert_rows(
+        Ask, partition, "external_id", columns, keep_node, update=_ASK_COLUMNS, stored=stored
+    )
 
     # Budgets ----------------------------------------------------------------------------------
     stored = stored_rows(
