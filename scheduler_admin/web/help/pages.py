@@ -56,6 +56,7 @@ HELP_PAGES: dict[str, str] = {
     "my-tokens-revoke": "reference/console/api-tokens",
     "notifications": "how-to/get-notified",
     "notifications-subscribe": "how-to/get-notified",
+    "notifications-email": "how-to/get-notified",
     "notifications-unsubscribe": "how-to/get-notified",
 }
 
