@@ -188,7 +188,6 @@ def _collector_paused() -> Iterator[None]:
 def _records(
     state: ClusterState, plan: Plan, subject: str, options: Options, only: Collection[str] | None
 ) -> Iterator[CandidateRecord]:
-    verdicts = plan_verdicts(plan)
     describe = _DESCRIBERS[plan.policy]
     if only is not None and plan.policy == PolicyName.QUOTA:  # the replay that can skip notes
         notes = describe(state, plan, subject, options, only=only)
@@ -196,11 +195,12 @@ def _records(
         notes = describe(state, plan, subject, options)
     if only is not None:
         wanted = only if isinstance(only, set | frozenset) else set(only)
-        verdicts = [verdict for verdict in verdicts if verdict[0] in wanted]
+        verdicts = plan_verdicts(plan, wanted)
         by_id = {
             allocation.id: allocation for allocation in state.allocations if allocation.id in wanted
         }
     else:
+        verdicts = plan_verdicts(plan)
         by_id = {allocation.id: allocation for allocation in state.allocations}
     position = {victim: index for index, victim in enumerate(plan.victims, 1)}
     for candidate, accepted, reason in verdicts:

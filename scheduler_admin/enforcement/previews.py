@@ -21,7 +21,7 @@ from preemption.config import PartitionConfig
 from preemption.explain import CandidateRecord, explain
 from preemption.explanations.notes import plan_verdicts
 from preemption.model import ClusterState, Options, Plan
-from preemption.policies import plan_ask, plan_job, plan_quota, plan_quota_change, with_new_max
+from preemption.policies import plan_ask, plan_job, plan_quota, with_new_max
 from preemption.timers import QuotaTimer, timers_after_save
 from scheduler_admin.base.errors import Invalid
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state, with_overrides
@@ -131,10 +131,10 @@ def preview_change(
     state = load_quota_state(
         partition, started, running_runs=active_run_queues(partition), config=new_config
     )
-    plans = {
-        path: plan_quota_change(state, path, new_config.queues_by_path()[path].max, now)
-        for path in started
-    }
+    # The state already holds the new config (its maxes): planned on it as it is, not on a
+    # copy from ``plan_quota_change``, whose hierarchy, live tasks and usage would be worked
+    # out again for the plan and once more for the explanations, which describe ``state``.
+    plans = {path: plan_quota(state, path, now) for path in started}
     return ChangePreview(timers=started, plans=plans, reset=reset, cancelled=cancelled, state=state)
 
 
