@@ -46,6 +46,7 @@ from scheduler_admin.enforcement.runs.events import run_event
 from scheduler_admin.enforcement.runs.failure import attempt_failed, end_failed
 from scheduler_admin.enforcement.runs.fencing import StaleRun, fence, lock_run, raise_token
 from scheduler_admin.enforcement.runs.observing import end_observed
+from scheduler_admin.enforcement.runs.orders import insert_orders
 from scheduler_admin.enforcement.runs.stopping import end_stopped, no_longer_needed
 from scheduler_admin.queues.saved import current_config
 
@@ -296,22 +297,7 @@ def _create_orders(run: PreemptionRun, token: int, chosen: list[RunVictim], now:
     by_pk = {victim.pk: victim for victim in chosen}
     marked = [victim.pk for victim in chosen]
     RunVictim.objects.filter(pk__in=marked).update(preempted_at=now)
-    EvictionOrder.objects.bulk_create(
-        [
-            EvictionOrder(
-                partition=run.partition,
-                run=run,
-                victim_id=pk,
-                allocation_id=by_pk[pk].allocation_id,
-                node_name=by_pk[pk].node_name,
-                soft=run.soft_eviction,
-                created_at=now,
-                next_attempt_at=now,
-            )
-            for pk in marked
-        ],
-        ignore_conflicts=True,
-    )
+    insert_orders(run, chosen, now)
     orders = dict(EvictionOrder.objects.filter(victim_id__in=marked).values_list("victim_id", "pk"))
     skipped = [by_pk[pk].allocation_id for pk in marked if pk not in orders]
     if skipped:
