@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from preemption.explain import collector_paused
 from preemption.model import Plan
 from preemption.policies import plan_quota
 from scheduler_admin.audit.models import AuditKind
@@ -167,13 +168,14 @@ def _plan_run(run: PreemptionRun, token: int) -> None:
     and its guarded ancestors' usage), which gives the plan the whole partition would."""
     now = timezone.now()
     others = active_run_queues(run.partition) - {run.queue_path}
-    state = load_quota_state(
-        run.partition,
-        [run.queue_path],
-        running_runs=others,
-        config=current_config(run.partition),
-    )
-    plan = plan_quota(state, run.queue_path, now)
+    with collector_paused():  # nothing made here forms a cycle (``explain.collector_paused``)
+        state = load_quota_state(
+            run.partition,
+            [run.queue_path],
+            running_runs=others,
+            config=current_config(run.partition),
+        )
+        plan = plan_quota(state, run.queue_path, now)
     described = Described.while_stored(state, plan, run.queue_path)
     _store_planned(run, token, plan, described, now)
 
