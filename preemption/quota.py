@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from operator import attrgetter
 
 from preemption import resources
 from preemption.hierarchy import Hierarchy
@@ -42,6 +43,7 @@ from preemption.model import (
 )
 
 __all__ = [
+    "in_quota_order",
     "leaf_targets",
     "plan_quota",
     "quota_target",
@@ -241,6 +243,24 @@ def victim_order_key(allocation: Allocation) -> tuple[bool, int, bool, int, str]
     )
 
 
+_BY_ID = attrgetter("id")
+_BY_CREATED = attrgetter("created_at")
+_BY_ALLOWED = attrgetter("allow_preemption")
+_BY_ORIGINATOR_PRIORITY = attrgetter("originator", "priority")
+
+
+def in_quota_order(walk: list[Allocation]) -> None:
+    """Sort ``walk`` in place in the order of ``victim_order_key`` (non-originator first, lower
+    priority first, preemption allowed first, newest first, then id), by one stable sort per
+    part from the last to the first, each on a C-level key: a big plan sorts 100,000
+    candidates, and calling the Python key function for each was a third of the walk
+    (``tests/unit/test_explain.py`` checks both orders agree)."""
+    walk.sort(key=_BY_ID)
+    walk.sort(key=_BY_CREATED, reverse=True)  # newest first; ``reverse`` keeps ties stable
+    walk.sort(key=_BY_ALLOWED, reverse=True)  # allowed (True) first
+    walk.sort(key=_BY_ORIGINATOR_PRIORITY)
+
+
 class _Selection:
     """Victims chosen so far across all leaves of one plan, with what they took from each queue.
 
@@ -271,21 +291,26 @@ class _Selection:
         """
         guards = self._guards(leaf)
         wanted = tuple(kind for kind, amount in target.items() if amount > 0)
+        reasons = self.reasons
         candidates: list[Allocation] = []
-        for allocation in allocations:
+        append = candidates.append
+        for allocation in allocations:  # 100,000 times in a big plan: ``_uses_any`` inlined
             if allocation.required_node is not None:
-                self.reasons[allocation.id] = Reason.DAEMONSET_EXCLUDED
-            elif not _uses_any(allocation.resources, wanted):
-                self.reasons[allocation.id] = Reason.NO_SHARED_RESOURCE
+                reasons[allocation.id] = Reason.DAEMONSET_EXCLUDED
+                continue
+            used = allocation.resources
+            for kind in wanted:
+                if used.get(kind, 0) > 0:
+                    append(allocation)
+                    break
             else:
-                candidates.append(allocation)
-        candidates.sort(key=victim_order_key)
+                reasons[allocation.id] = Reason.NO_SHARED_RESOURCE
+        in_quota_order(candidates)
 
         remaining = {kind: target[kind] for kind in wanted}
         for index, allocation in enumerate(candidates):
             if not remaining:
-                for rest in candidates[index:]:
-                    self.reasons[rest.id] = Reason.TARGET_MET
+                reasons.update(dict.fromkeys(map(_BY_ID, candidates[index:]), Reason.TARGET_MET))
                 break
             if not _uses_any(allocation.resources, remaining):
                 self.reasons[allocation.id] = Reason.TARGET_MET

@@ -3,9 +3,8 @@ leaf's share of the target before and after it, and why a leaf was given no shar
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from datetime import datetime
-from operator import attrgetter
 
 from preemption import resources
 from preemption.explanations.notes import Note, Notes, add_into, only, plan_reasons, subtract_into
@@ -14,27 +13,11 @@ from preemption.explanations.wording import amounts, ordinal, when
 from preemption.model import Allocation, ClusterState, Options, Plan, Reason
 from preemption.quota import (
     _takes_part,
+    in_quota_order,
     quota_target,
     releasable_of,
     split_largest_remainder,
 )
-
-_BY_ID = attrgetter("id")
-_BY_CREATED = attrgetter("created_at")
-_BY_ALLOWED = attrgetter("allow_preemption")
-_BY_ORIGINATOR_PRIORITY = attrgetter("originator", "priority")
-
-
-def in_quota_order(walk: list[Allocation]) -> None:
-    """Sort ``walk`` in place in the order of ``quota.victim_order_key`` (non-originator
-    first, lower priority first, preemption allowed first, newest first, then id), by one
-    stable sort per part from the last to the first, each on a C-level key: the replay sorts
-    up to 100,000 candidates, and calling the Python key function for each was a quarter of
-    a preview's explanation (``tests/unit/test_explain.py`` checks both orders agree)."""
-    walk.sort(key=_BY_ID)
-    walk.sort(key=_BY_CREATED, reverse=True)  # newest first; ``reverse`` keeps ties stable
-    walk.sort(key=_BY_ALLOWED, reverse=True)  # allowed (True) first
-    walk.sort(key=_BY_ORIGINATOR_PRIORITY)
 
 
 def _quota_key(allocation: Allocation, stamps: dict[datetime, str] | None = None) -> str:
@@ -123,7 +106,14 @@ def describe_quota(
         left_words = amounts(remaining)
         in_order = f" in the order of {leaf}: "
         met = ""  # "target already met ..." once the target is met
-        for rank, allocation in enumerate(walk, 1):
+        ranked: Iterable[tuple[int, Allocation]] = enumerate(walk, 1)
+        if shown is not None:  # the shown candidates, and the victims the numbers depend on
+            ranked = [
+                (rank, allocation)
+                for rank, allocation in ranked
+                if allocation.id in shown or allocation.id in position
+            ]
+        for rank, allocation in ranked:
             reason = reasons[allocation.id]
             if shown is not None and allocation.id not in shown:
                 if reason == Reason.VICTIM:  # what the next candidates' notes depend on
@@ -173,7 +163,12 @@ def describe_quota(
                 notes[allocation.id] = Note(detail, rank, before, before)
 
     # Candidates of leaves given no share: one note per leaf, shared by its candidates.
-    for leaf, allocations in by_leaf.items():
+    # (With ``only``: looked for only when a shown candidate has no note yet.)
+    if shown is None or any(c in reasons and c not in notes for c in shown):
+        unnoted_leaves = by_leaf.items()
+    else:
+        unnoted_leaves = {}.items()
+    for leaf, allocations in unnoted_leaves:
         unnoted = [
             allocation.id
             for allocation in allocations

@@ -263,7 +263,11 @@ class RunCandidate(models.Model):
     from the victims' rows where known and are empty otherwise, and their ``detail`` is empty.
     """
 
-    run = models.ForeignKey(PreemptionRun, on_delete=models.CASCADE, related_name="candidates")
+    # No index of its own: ``candidate_unique_in_run`` (and ``candidate_run_reason``) lead with
+    # the run, and one index less to maintain is faster for a 100,000-candidate ``COPY``.
+    run = models.ForeignKey(
+        PreemptionRun, on_delete=models.CASCADE, related_name="candidates", db_index=False
+    )
     candidate = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     accepted = models.BooleanField()
     reason = models.CharField(max_length=40)

@@ -7,21 +7,21 @@ the new config — the plan that would run once the delay passes if nothing else
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from functools import partial
-from itertools import islice
 from typing import Any
 
 from django.utils import timezone
 
 from preemption import resources
 from preemption.config import PartitionConfig
-from preemption.explain import CandidateRecord, explain
-from preemption.explanations.notes import plan_verdicts
+from preemption.explain import CandidateRecord, collector_paused, explain
+from preemption.explanations.notes import plan_reasons
 from preemption.model import ClusterState, Options, Plan
-from preemption.policies import plan_ask, plan_job, plan_quota, plan_quota_change, with_new_max
+from preemption.policies import plan_ask, plan_job, plan_quota, with_new_max
 from preemption.timers import QuotaTimer, timers_after_save
 from scheduler_admin.base.errors import Invalid
 from scheduler_admin.cluster.adapters import load_cluster_state, load_quota_state, with_overrides
@@ -95,8 +95,8 @@ def plan_json(plan: Plan, describe: Describer, *, every: bool = False) -> dict[s
     if every:
         records = describe(None)
     else:
-        verdicts = plan_verdicts(plan)
-        records = describe({candidate for candidate, _, _ in islice(verdicts, INLINE_EXPLANATIONS)})
+        # The first ids without sorting all of them (95,000 ids sorted: 0.1 s).
+        records = describe(set(heapq.nsmallest(INLINE_EXPLANATIONS, plan_reasons(plan))))
     shown = sorted(records, key=lambda r: r.candidate)[: None if every else INLINE_EXPLANATIONS]
     body["explanations"] = [api_item(record.to_json()) for record in shown]
     body["explanation_count"] = len(plan.explanations)
@@ -128,13 +128,14 @@ def preview_change(
     cancelled = tuple(sorted(path for path in pending if path not in after))
     if not started:
         return ChangePreview(timers={}, plans={}, cancelled=cancelled)
-    state = load_quota_state(
-        partition, started, running_runs=active_run_queues(partition), config=new_config
-    )
-    plans = {
-        path: plan_quota_change(state, path, new_config.queues_by_path()[path].max, now)
-        for path in started
-    }
+    with collector_paused():  # nothing made here forms a cycle (``explain.collector_paused``)
+        state = load_quota_state(
+            partition, started, running_runs=active_run_queues(partition), config=new_config
+        )
+        # The state already holds the new config (its maxes): planned on it as it is, not on a
+        # copy from ``plan_quota_change``, whose hierarchy, live tasks and usage would be worked
+        # out again for the plan and once more for the explanations, which describe ``state``.
+        plans = {path: plan_quota(state, path, now) for path in started}
     return ChangePreview(timers=started, plans=plans, reset=reset, cancelled=cancelled, state=state)
 
 

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from preemption.explain import collector_paused
 from preemption.model import Plan
 from preemption.policies import plan_quota
 from scheduler_admin.audit.models import AuditKind
@@ -46,6 +47,7 @@ from scheduler_admin.enforcement.runs.events import run_event
 from scheduler_admin.enforcement.runs.failure import attempt_failed, end_failed
 from scheduler_admin.enforcement.runs.fencing import StaleRun, fence, lock_run, raise_token
 from scheduler_admin.enforcement.runs.observing import end_observed
+from scheduler_admin.enforcement.runs.orders import insert_orders
 from scheduler_admin.enforcement.runs.stopping import end_stopped, no_longer_needed
 from scheduler_admin.queues.saved import current_config
 
@@ -166,13 +168,14 @@ def _plan_run(run: PreemptionRun, token: int) -> None:
     and its guarded ancestors' usage), which gives the plan the whole partition would."""
     now = timezone.now()
     others = active_run_queues(run.partition) - {run.queue_path}
-    state = load_quota_state(
-        run.partition,
-        [run.queue_path],
-        running_runs=others,
-        config=current_config(run.partition),
-    )
-    plan = plan_quota(state, run.queue_path, now)
+    with collector_paused():  # nothing made here forms a cycle (``explain.collector_paused``)
+        state = load_quota_state(
+            run.partition,
+            [run.queue_path],
+            running_runs=others,
+            config=current_config(run.partition),
+        )
+        plan = plan_quota(state, run.queue_path, now)
     described = Described.while_stored(state, plan, run.queue_path)
     _store_planned(run, token, plan, described, now)
 
@@ -296,22 +299,7 @@ def _create_orders(run: PreemptionRun, token: int, chosen: list[RunVictim], now:
     by_pk = {victim.pk: victim for victim in chosen}
     marked = [victim.pk for victim in chosen]
     RunVictim.objects.filter(pk__in=marked).update(preempted_at=now)
-    EvictionOrder.objects.bulk_create(
-        [
-            EvictionOrder(
-                partition=run.partition,
-                run=run,
-                victim_id=pk,
-                allocation_id=by_pk[pk].allocation_id,
-                node_name=by_pk[pk].node_name,
-                soft=run.soft_eviction,
-                created_at=now,
-                next_attempt_at=now,
-            )
-            for pk in marked
-        ],
-        ignore_conflicts=True,
-    )
+    insert_orders(run, chosen, now)
     orders = dict(EvictionOrder.objects.filter(victim_id__in=marked).values_list("victim_id", "pk"))
     skipped = [by_pk[pk].allocation_id for pk in marked if pk not in orders]
     if skipped:
