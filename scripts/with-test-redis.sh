@@ -20,9 +20,22 @@ fi
 
 dir=$(mktemp -d)
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# Stop the server and wait for it to be gone before removing its folder: Redis opens its log
+# file again for every line, so a server still saying goodbye while `rm -rf` runs put a new
+# log file into the half-removed folder ("Directory not empty"), and that failure became the
+# exit status of a run whose tests had all passed. The command's own status is kept.
 stop_redis() {
-  [ -s "$dir/redis.pid" ] && kill "$(cat "$dir/redis.pid")" 2> /dev/null || true
-  rm -rf "$dir"
+  local status=$? pid=""
+  [ -s "$dir/redis.pid" ] && pid=$(cat "$dir/redis.pid" 2> /dev/null)
+  if [ -n "$pid" ]; then
+    kill "$pid" 2> /dev/null || true
+    for _ in $(seq 1 100); do
+      kill -0 "$pid" 2> /dev/null || break
+      sleep 0.1
+    done
+  fi
+  rm -rf "$dir" 2> /dev/null || rm -rf "$dir" 2> /dev/null || true
+  exit "$status"
 }
 trap stop_redis EXIT
 redis-server --daemonize yes --bind 127.0.0.1 --port "$port" --databases 64 --save "" \
