@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from django.db.models import JSONField, OuterRef, Subquery
+
 from preemption import model as engine
 from preemption import timers as engine_timers
 from scheduler_admin.audit.models import AuditKind
@@ -68,13 +70,24 @@ def _quota_no_longer_needed(run: PreemptionRun) -> str:
 
 
 def _preempted_but_running(run: PreemptionRun) -> list[dict[str, int]]:
-    """Resources of the tasks of this run's preempted victims that still count as running."""
-    taken = run.victims.filter(preempted_at__isnull=False).values("allocation_id")
-    return list(
-        Allocation.objects.filter(
-            partition_id=run.partition_id, external_id__in=taken, state=AllocationState.RUNNING
-        ).values_list("resources", flat=True)
+    """Resources of the tasks of this run's preempted victims that still count as running.
+
+    Walked from the victims, one lookup of each victim's task by its unique id (a scalar
+    subquery in the select list, which PostgreSQL always runs as such): as a join or ``IN``
+    the planner may choose the order, and on a table just loaded without statistics it chose
+    to scan every victim for every running task (5,000 x 200,000 comparisons before each
+    chunk, minutes instead of milliseconds)."""
+    task = Allocation.objects.filter(
+        partition_id=run.partition_id,
+        external_id=OuterRef("allocation_id"),
+        state=AllocationState.RUNNING,
+    ).values("resources")[:1]
+    found = (
+        run.victims.filter(preempted_at__isnull=False)
+        .annotate(running=Subquery(task, output_field=JSONField()))
+        .values_list("running", flat=True)
     )
+    return [resources for resources in found if resources is not None]
 
 
 def _ask_no_longer_pending(run: PreemptionRun) -> str:
