@@ -13,8 +13,11 @@ gone) and re-reads only what depends on them:
   nominated to it, a DaemonSet pod's required node) are read again;
 - a **budget**: its item; when it appears, goes or its selector changes, the bound tasks of its
   namespace (which budget covers a pod);
-- a **namespace** or **PriorityClass**, or the partition's config (``Reading``): everything is
-  read again (they change the placement or ``allow_preemption`` of any pod; rare).
+- a **namespace** whose ``parentqueue`` annotation changed (or that appeared or went): the
+  applications of its pods of ours are placed again; a **PriorityClass** whose
+  ``allow-preemption`` annotation changed: its pods' tasks;
+- the partition's config or the unique-id mode (``Reading``): everything is read again (they
+  change the placement of any pod; rare).
 
 Placement: YuniKorn places applications in the order it saw them, and an application placed
 later finds the dynamic queues earlier ones created. While no placement creates a queue (the
@@ -40,6 +43,8 @@ from typing import Any
 from scheduler_admin_agent.kube import BUDGETS, NAMESPACES, NODES, PODS, PRIORITY_CLASSES
 from scheduler_admin_agent.records import NodeRecord, PodRecord
 from scheduler_admin_agent.translate import (
+    ALLOW_PREEMPTION_ANNOTATION,
+    PARENT_QUEUE_ANNOTATION,
     AppFacts,
     ClusterState,
     Reading,
@@ -108,6 +113,8 @@ class Translator:
         self._pod_task_kind: dict[str, str] = {}  # task id -> allocations | asks | skipped
         #: kind -> key -> the item the product held at the last push (_ABSENT: none).
         self._journal: dict[str, dict[str, Any]] = {kind: {} for kind in BODY_KINDS}
+        #: How many pods the last ``update`` read again (what it cost; tests read it).
+        self.pods_read = 0
 
     # --- inputs -------------------------------------------------------------------------------
 
@@ -130,11 +137,17 @@ class Translator:
                 for name, pc in self.priority_classes.items()
             },
         )
-        everything = reading != self.reading
+        previous = self.reading
+        everything = previous is None or (previous.config, previous.unique_app_ids) != (
+            reading.config,
+            reading.unique_app_ids,
+        )
         self.reading = reading
         dirty_pods: set[str] = set()
         dirty_apps: set[str] = set()
         dirty_nodes: set[str] = set()
+        if previous is not None and not everything:
+            self._annotations_changed(previous, reading, dirty_apps, dirty_pods)
 
         for name, node in changes.get(NODES, {}).items():
             existed = name in self.nodes
@@ -174,7 +187,29 @@ class Translator:
         dirty_pods |= self._place(dirty_apps)
         for uid in dirty_pods:
             self._task(uid)
+        self.pods_read = len(dirty_pods)
         return self.state
+
+    def _annotations_changed(
+        self, previous: Reading, reading: Reading, dirty_apps: set[str], dirty_pods: set[str]
+    ) -> None:
+        """What a namespace's or a PriorityClass's annotation change touches: the applications
+        of that namespace's pods of ours (the ``namespace.parentqueue`` tag their placement can
+        read), the pods of that PriorityClass (their ``allow_preemption`` fallback). A new
+        namespace (a CI job's, say) then costs its own pods, not a translation of the cluster."""
+        for namespace in _changed(previous.namespaces, reading.namespaces, PARENT_QUEUE_ANNOTATION):
+            for uid in self._in_namespace.get(namespace, ()):
+                dirty_apps.add(self._seen[uid].app)
+            if namespace == "default":  # a pod without a namespace reads as "default"
+                for uid in self._in_namespace.get("", ()):
+                    dirty_apps.add(self._seen[uid].app)
+        classes = _changed(
+            previous.priority_classes, reading.priority_classes, ALLOW_PREEMPTION_ANNOTATION
+        )
+        if classes:
+            dirty_pods.update(
+                uid for uid, pod in self.pods.items() if pod.priority_class in classes
+            )
 
     def _forget(self, uid: str, dirty_apps: set[str], dirty_nodes: set[str]) -> None:
         """Take back what the pod contributed (its task is removed or rewritten by ``_task``)."""
@@ -353,6 +388,18 @@ class Translator:
         """The product now holds the state: the journal starts again from it."""
         for journal in self._journal.values():
             journal.clear()
+
+
+def _changed(
+    before: Mapping[str, Mapping[str, str]], after: Mapping[str, Mapping[str, str]], name: str
+) -> set[str]:
+    """The objects whose annotation ``name`` differs between two readings (added and removed
+    objects included; annotations the translation does not read are ignored)."""
+    return {
+        key
+        for key in before.keys() | after.keys()
+        if (before.get(key) or {}).get(name) != (after.get(key) or {}).get(name)
+    }
 
 
 def _store(table: dict[str, Any], key: str, obj: Any | None) -> None:

@@ -38,6 +38,14 @@ CREATING_YAML = QUEUES_YAML.replace(
     "      - name: provided\n      - name: tag\n        value: namespace\n        create: true\n",
 )
 
+#: A rule that reads the namespace's ``parentqueue`` annotation (a leaf named there, else the
+#: pod's own queue): a namespace's annotation change moves its applications, and only those are
+#: placed again (no rule creates a queue, so placement is per application).
+PARENT_TAG_YAML = QUEUES_YAML.replace(
+    "      - name: provided\n",
+    "      - name: tag\n        value: namespace.parentqueue\n      - name: provided\n",
+)
+
 
 def product_config(queues_yaml: str) -> dict[str, Any]:
     """What ``ProductClient.placement_config`` reads for ``queues_yaml``."""
@@ -217,7 +225,11 @@ class World:
         elif choice == 14:
             namespace = self.pick(NAMESPACES)
             namespace["metadata"]["annotations"] = rng.choice(
-                [{}, {"yunikorn.apache.org/parentqueue": "root.batch"}]
+                [
+                    {},
+                    {"yunikorn.apache.org/parentqueue": "root.batch"},
+                    {"yunikorn.apache.org/parentqueue": "root.sandbox"},
+                ]
             )
             self.put(NAMESPACES, namespace)
         elif choice == 15:
@@ -244,7 +256,11 @@ class World:
         )  # fmt: skip
 
 
-@pytest.mark.parametrize("queues", [QUEUES_YAML, CREATING_YAML], ids=["provided", "creating"])
+@pytest.mark.parametrize(
+    "queues",
+    [QUEUES_YAML, CREATING_YAML, PARENT_TAG_YAML],
+    ids=["provided", "creating", "parent-tag"],
+)
 @pytest.mark.parametrize("seed", [1, 2])
 def test_deltas_leave_the_product_with_the_full_translation(queues: str, seed: int) -> None:
     config = product_config(queues)
@@ -317,3 +333,39 @@ def test_an_unchanged_cluster_sends_nothing_and_one_pod_sends_one_task() -> None
     body = translator.delta()
     assert list(body) == ["allocations"] and len(body["allocations"]) == 1
     assert body["allocations"][0]["resources"]["vcore"] == "3000m"
+
+
+def test_a_namespace_or_priority_class_change_reads_only_its_own_pods() -> None:
+    """A new namespace (a CI job's, say) reads no pod again, and an annotation on a
+    PriorityClass reads only the pods of that class: not a translation of the whole cluster."""
+    config = product_config(PARENT_TAG_YAML)
+    world = World(random.Random(5))
+    translator = Translator("yunikorn")
+    translator.update(world.cache.take_changes()[0], config)
+    assert translator.pods_read == len(world.objects[PODS])
+    translator.pushed()
+
+    world.put(NAMESPACES, {"metadata": {"name": "ci-1234", "annotations": {}}})
+    translator.update(world.cache.take_changes()[0], config)
+    assert translator.pods_read == 0 and translator.delta() == {}
+
+    of_class = [
+        uid for uid, raw in world.objects[PODS].items()
+        if raw["spec"].get("priorityClassName") == "batch-nopreempt"
+    ]  # fmt: skip
+    assert 0 < len(of_class) < len(world.objects[PODS])
+    world.put(
+        PRIORITY_CLASSES,
+        {
+            "metadata": {
+                "name": "batch-nopreempt",
+                "annotations": {"yunikorn.apache.org/allow-preemption": "false"},
+            }
+        },
+    )
+    translator.update(world.cache.take_changes()[0], config)
+    assert translator.pods_read == len(of_class)
+    assert translator.delta()  # their tasks no longer allow preemption
+    translator.pushed()
+    full = world.full(config)
+    assert translator.state.allocations == full.allocations
