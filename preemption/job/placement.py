@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
 
-from preemption.eligibility import may_use
+from preemption.eligibility import Usable, usable_nodes
 from preemption.model import (
     Allocation,
     Ask,
@@ -76,22 +76,26 @@ def first_fit(
     id -> node name, or None when some ask does not fit (all or nothing)."""
     types = tuple(sorted({name for ask in order for name, v in ask.resources.items() if v > 0}))
     room = Room.build(nodes, running, types)
-    placement = room.place(needs_of(order, types), allowed_nodes(order, nodes, room.names))
+    allowed = allowed_nodes(nodes, room.names, usable_nodes(order, nodes))
+    placement = room.place(needs_of(order, types), allowed)
     if placement is None:
         return None
     return {ask_id: room.names[index] for ask_id, index in placement.items()}
 
 
-def allowed_nodes(asks: Sequence[Ask], nodes: Sequence[Node], names: Sequence[str]) -> Allowed:
+def allowed_nodes(nodes: Sequence[Node], names: Sequence[str], usable: Usable) -> Allowed:
     """For each ask that may not use every one of the nodes ``names`` (in that order), the
-    indices of those it may use (SPEC 3.3); empty when every ask may use every node."""
-    by_name = {node.name: node for node in nodes}
-    placed = [by_name[name] for name in names]
+    indices of those it may use (SPEC 3.3); empty when every ask may use every node.
+    ``usable`` is ``usable_nodes(asks, nodes)``: each group of asks is looked at once."""
+    position = {node.name: index for index, node in enumerate(nodes)}
+    placed = [position[name] for name in names]
     allowed: dict[str, frozenset[int]] = {}
-    for ask in asks:
-        usable = frozenset(index for index, node in enumerate(placed) if may_use(ask, node))
-        if len(usable) < len(placed):
-            allowed[ask.id] = usable
+    for ids, verdicts in usable:
+        if all(verdicts):  # the usual case: no set to build
+            continue
+        indices = frozenset(index for index, at in enumerate(placed) if verdicts[at])
+        if len(indices) < len(placed):
+            allowed.update(dict.fromkeys(ids, indices))
     return allowed
 
 

@@ -63,7 +63,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
-from preemption.eligibility import may_use
+from preemption.eligibility import Usable, usable_nodes
 from preemption.job.admission import JobUsage, admits, usage_without
 from preemption.job.candidates import Job, candidates_of, in_queue_ids, job_of
 from preemption.job.placement import (
@@ -78,6 +78,7 @@ from preemption.job.replay import ConstrainedGang, Gang
 from preemption.model import (
     Allocation,
     ClusterState,
+    Node,
     Options,
     Outcome,
     Plan,
@@ -110,9 +111,8 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
     # SPEC 4.5 trigger: one ask that may not preempt keeps the whole gang from preempting.
     if any(ask.preemption_policy == PreemptionPolicy.NEVER for ask in found.asks):
         return Plan(PolicyName.JOB, Outcome.NOT_TRIGGERED)
-    ineligible = frozenset(
-        node.name for node in state.nodes if not any(may_use(ask, node) for ask in found.asks)
-    )
+    usable = usable_nodes(found.asks, state.nodes)
+    ineligible = _unused(usable, state.nodes)
     candidates, kept, reasons = candidates_of(state.running, found.priority, ineligible)
     types = tuple(sorted(found.request))
     order = placement_order(found.asks, state.nodes)
@@ -120,7 +120,7 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
     # One pass over the running allocations gives both rooms: with every candidate gone, and
     # as the cluster stands (the candidates' share taken as well).
     names, free, held, moves = node_rooms(state.nodes, kept, candidates, types)
-    allowed = allowed_nodes(found.asks, state.nodes, names)
+    allowed = allowed_nodes(state.nodes, names, usable)
     if needs is not None:
         standing = [
             [f - h for f, h in zip(a, b, strict=True)] for a, b in zip(free, held, strict=True)
@@ -162,6 +162,18 @@ def plan_job(state: ClusterState, job: str, now: datetime, options: Options) -> 
         victims=victims,
         nominations=gang.nominations(),
         explanations=explanations_from(reasons, victims),
+    )
+
+
+def _unused(usable: Usable, nodes: Sequence[Node]) -> frozenset[str]:
+    """The names of the nodes no ask of J may use (SPEC 3.3), looking at each group of asks
+    once; when one group may use every node (the usual case), none is unused."""
+    if any(all(verdicts) for _, verdicts in usable):
+        return frozenset()
+    return frozenset(
+        node.name
+        for index, node in enumerate(nodes)
+        if not any(verdicts[index] for _, verdicts in usable)
     )
 
 

@@ -4,12 +4,13 @@ using only the nodes an ask may use (``node_ineligible``)."""
 
 from __future__ import annotations
 
+import random
 from dataclasses import replace
 from datetime import UTC, datetime
 
 import pytest
 
-from preemption.eligibility import may_use, requirement_matches, tolerates, why_not
+from preemption.eligibility import may_use, requirement_matches, tolerates, usable_nodes, why_not
 from preemption.eligibility_fields import (
     FieldError,
     affinity_json,
@@ -53,6 +54,56 @@ def ask(**where: object) -> Ask:
 
 def expression(key: str, operator: str, *values: str) -> NodeSelectorRequirement:
     return NodeSelectorRequirement(key, SelectorOperator(operator), values)
+
+
+# --- Every ask and node at once (what the job plan asks) ---------------------------------------
+
+
+def random_node(rng: random.Random, index: int) -> Node:
+    labels = {
+        key: rng.choice(["1", "7", "-3", "x"]) for key in ("zone", "rank") if rng.random() < 0.6
+    }
+    effects = list(TaintEffect)
+    taints = tuple(
+        Taint(rng.choice(["gpu", "spot"]), rng.choice(effects), rng.choice(["", "true"]))
+        for _ in range(rng.randrange(3))
+    )
+    return node(f"n{index}", labels, *taints)
+
+
+def random_ask(rng: random.Random, index: int) -> Ask:
+    operators = ["In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"]
+
+    def requirement() -> NodeSelectorRequirement:
+        operator = rng.choice(operators)
+        values = {"Exists": (), "DoesNotExist": (), "Gt": ("2",), "Lt": ("2",)}.get(operator)
+        return expression(rng.choice(["zone", "rank"]), operator, *(values or ("1", "x")))
+
+    where: dict[str, object] = {}
+    if rng.random() < 0.4:
+        where["node_selector"] = {rng.choice(["zone", "rank"]): rng.choice(["1", "x"])}
+    if rng.random() < 0.4:
+        where["node_affinity"] = tuple(
+            tuple(requirement() for _ in range(rng.randrange(3)))
+            for _ in range(rng.randrange(1, 3))
+        )
+    if rng.random() < 0.5:
+        where["tolerations"] = (
+            Toleration(rng.choice(["", "gpu"]), TolerationOperator.EXISTS),
+            Toleration("spot", TolerationOperator.EQUAL, rng.choice(["", "true"])),
+        )[: rng.randrange(1, 3)]
+    return replace(ask(**where), id=f"k{index}")
+
+
+def test_usable_nodes_answers_may_use_for_every_ask_and_node() -> None:
+    # usable_nodes answers once per distinct ask fields and node shape: never another answer.
+    for seed in range(200):
+        rng = random.Random(seed)
+        nodes = [random_node(rng, index) for index in range(rng.randrange(1, 12))]
+        asks = [random_ask(rng, index) for index in range(rng.randrange(1, 8))]
+        asks += [replace(a, id=f"{a.id}-copy") for a in asks if rng.random() < 0.5]
+        usable = {ask_id: verdicts for ids, verdicts in usable_nodes(asks, nodes) for ask_id in ids}
+        assert usable == {a.id: tuple(may_use(a, n) for n in nodes) for a in asks}, f"seed {seed}"
 
 
 # --- Tolerations ---------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from fractions import Fraction
 
 from preemption.config import QueueConfig
+from preemption.eligibility import may_use
 from preemption.job import JobUsage, admits, first_fit, placement_order, plan_job
 from preemption.model import (
     Allocation,
@@ -22,12 +23,18 @@ from preemption.model import (
     AskState,
     ClusterState,
     Node,
+    NodeSelectorRequirement,
     Options,
     Outcome,
     Plan,
     PolicyName,
     PreemptionPolicy,
     Reason,
+    SelectorOperator,
+    Taint,
+    TaintEffect,
+    Toleration,
+    TolerationOperator,
 )
 from tests.unit.builders import config, queue
 
@@ -95,7 +102,8 @@ def plan(cluster: ClusterState, options: Options | None = None) -> Plan:
 
 
 def naive_plan(cluster: ClusterState, job: str) -> tuple[Outcome, tuple[str, ...], dict[str, str]]:
-    """SPEC 4.5 read literally: linear first fit, re-run from scratch for every candidate."""
+    """SPEC 4.5 read literally: linear first fit, re-run from scratch for every candidate,
+    asking ``may_use`` (SPEC 3.3) of every ask and node each time."""
     asks = sorted(
         (
             a
@@ -115,8 +123,13 @@ def naive_plan(cluster: ClusterState, job: str) -> tuple[Outcome, tuple[str, ...
             request[name] = request.get(name, 0) + value
     request = {name: value for name, value in request.items() if value > 0}
     running = [a for a in cluster.allocations if a.state == AllocationState.RUNNING]
+    ineligible = {n.name for n in cluster.nodes if not any(may_use(a, n) for a in asks)}
     candidates = sorted(
-        (a for a in running if a.allow_preemption and a.priority < priority),
+        (
+            a
+            for a in running
+            if a.allow_preemption and a.priority < priority and a.node not in ineligible
+        ),
         key=lambda a: (-a.priority, a.created_at, a.id),
     )
     nodes = sorted((n for n in cluster.nodes if n.schedulable), key=lambda n: n.name)
@@ -153,7 +166,8 @@ def naive_plan(cluster: ClusterState, job: str) -> tuple[Outcome, tuple[str, ...
         for a in order:
             for node in nodes:
                 room = free[node.name]
-                if all(room.get(t, 0) >= v for t, v in a.resources.items() if v > 0):
+                fits = all(room.get(t, 0) >= v for t, v in a.resources.items() if v > 0)
+                if fits and may_use(a, node):
                     for t, v in a.resources.items():
                         room[t] = room.get(t, 0) - v
                     result[a.id] = node.name
@@ -363,6 +377,53 @@ def test_plans_agree_with_a_naive_reading_of_the_spec_for_gangs_of_mixed_shapes(
         assert (got.outcome, got.victims, dict(got.nominations)) == want, f"seed {seed}"
         complete += got.outcome == Outcome.COMPLETE and len(got.victims) > 3
     assert complete > 40
+
+
+def constrained_gang_cluster(rng: random.Random) -> ClusterState:
+    """A mixed gang on nodes with a few labels and taints, its asks with selectors, affinity
+    and tolerations drawn from a few templates: many nodes share a shape and many asks a
+    template (what ``usable_nodes`` answers once), some asks may not use every node."""
+    cluster = mixed_gang_cluster(rng)
+    zones, taint = ["a", "b"], Taint("gpu", TaintEffect.NO_SCHEDULE, "true")
+    nodes = tuple(
+        replace(
+            node,
+            labels={
+                "zone": rng.choice(zones),
+                **({"rank": str(rng.randrange(-2, 9))} if rng.random() < 0.7 else {}),
+            },
+            taints=(taint,) if rng.random() < 0.3 else (),
+        )
+        for node in cluster.nodes
+    )
+    templates: list[dict[str, object]] = [
+        {},
+        {"node_selector": {"zone": rng.choice(zones)}},
+        {"tolerations": (Toleration("gpu", TolerationOperator.EXISTS),)},
+        {
+            "node_affinity": (
+                (NodeSelectorRequirement("rank", SelectorOperator.GT, (str(rng.randrange(5)),)),),
+                (NodeSelectorRequirement("zone", SelectorOperator.NOT_IN, ("a",)),),
+            ),
+            "tolerations": (Toleration(operator=TolerationOperator.EXISTS),),
+        },
+    ]
+    chosen = rng.sample(templates, rng.choice([1, 2]))
+    asks = tuple(replace(a, **rng.choice(chosen)) for a in cluster.asks)  # type: ignore[arg-type]
+    return replace(cluster, nodes=nodes, asks=asks)
+
+
+def test_plans_agree_with_a_naive_reading_when_asks_may_not_use_every_node() -> None:
+    constrained = ineligible = 0
+    for seed in range(150):
+        cluster = constrained_gang_cluster(random.Random(seed))
+        got = plan(cluster)
+        want = naive_plan(cluster, "j1")
+        assert (got.outcome, got.victims, dict(got.nominations)) == want, f"seed {seed}"
+        limited = any(not may_use(a, n) for a in cluster.asks for n in cluster.nodes)
+        constrained += got.outcome == Outcome.COMPLETE and bool(got.victims) and limited
+        ineligible += any(e.reason == Reason.NODE_INELIGIBLE for e in got.explanations)
+    assert constrained > 20 and ineligible > 5, (constrained, ineligible)
 
 
 def test_shuffling_the_inputs_never_changes_the_plan() -> None:
