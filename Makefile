@@ -80,6 +80,7 @@ bench: $(VENV)/.installed
 	$(PY) -m scheduler_admin.bench.dashboard
 	$(PY) -m scheduler_admin.bench.history
 	$(PY) -m scheduler_admin_agent.bench
+	$(PY) -m scheduler_admin.bench.agent_e2e
 
 scenarios: $(VENV)/.installed
 	$(PY) -m preemption.scenario ../shared/scenarios tests/scenarios

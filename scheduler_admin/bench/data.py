@@ -110,9 +110,19 @@ def build_tree(name: str = PARTITION):
     """root -> 20 tenants. ``t00`` is wide (250 leaves right under it); the other 19 have 12
     groups of 20 leaves each: 5,058 queues below root. A tenant sets ``quota.preemption.delay``,
     so max must stay above guarantee everywhere (SPEC 3.2)."""
-    from preemption.config import PartitionConfig, PartitionSettings, QueueConfig
+    from preemption.config import PartitionConfig, PartitionSettings
     from scheduler_admin.queues.models import Partition
     from scheduler_admin.queues.services import save_partition_config
+
+    settings = PartitionSettings(name=name, quota_preemption_enabled=True)
+    config = PartitionConfig(settings=settings, queues=tuple(tree_queues()))
+    save_partition_config(config, actor=None, comment="bench")
+    return Partition.objects.get(name=name), config
+
+
+def tree_queues() -> list:
+    """The queues of ``build_tree``, root first."""
+    from preemption.config import QueueConfig
 
     leaf_g = {"vcore": 2000, "memory": 8 * GIB}
     leaf_max = {"vcore": 8000, "memory": 32 * GIB}
@@ -149,10 +159,7 @@ def build_tree(name: str = PARTITION):
                 queues.append(
                     QueueConfig.child_of(group, f"q{leaf:02d}", guaranteed=leaf_g, max=limit)
                 )
-    settings = PartitionSettings(name=name, quota_preemption_enabled=True)
-    config = PartitionConfig(settings=settings, queues=tuple(queues))
-    save_partition_config(config, actor=None, comment="bench")
-    return Partition.objects.get(name=name), config
+    return queues
 
 
 def leaves_of(config) -> list[str]:

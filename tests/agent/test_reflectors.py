@@ -9,7 +9,14 @@ from collections.abc import Iterator
 
 import pytest
 
-from scheduler_admin_agent.kube import BUDGETS, NODES, PODS, ClusterCache, reflectors
+from scheduler_admin_agent.kube import (
+    BUDGETS,
+    NODES,
+    PODS,
+    ClusterCache,
+    continue_in_head,
+    reflectors,
+)
 from tests.support.kube import fixtures
 from tests.support.kube.server import FakeKubeAPI
 from tests.support.processes import wait_until
@@ -95,3 +102,34 @@ def test_410_gone_lists_again_and_forgets_what_was_deleted_unseen(cluster) -> No
     wait_until(lambda: names(cache, PODS) == {"b", "new"}, 20, message="no re-list after 410")
     pods = next(thread for thread in threads if thread.kind == PODS)
     assert pods.lists >= 2
+
+
+def test_a_paged_list_asks_for_each_page_once_with_the_token_of_the_page_before() -> None:
+    """The next page is asked for while the one before is decoded (its token read from the
+    list's head): still one request a page, in order, each continuing where the last ended."""
+    with FakeKubeAPI(grace_seconds=0.05) as api:
+        api.load([fixtures.pod("batch", f"p{i:02d}", node="n1") for i in range(23)])
+        cache = ClusterCache()
+        [pods] = [r for r in reflectors(api.api_client(), cache, threading.Event(), print)
+                  if r.kind == PODS]  # fmt: skip
+        pods.page_size = 5
+        pods._list()
+        assert names(cache, PODS) == {f"p{i:02d}" for i in range(23)}
+        lists = [r for r in api.requests if r.path == "/api/v1/pods"]
+        assert len(lists) == 5  # 23 pods in pages of 5
+        assert "continue" not in lists[0].query
+        assert all("continue" in r.query for r in lists[1:])
+        assert len({r.query.get("continue") for r in lists}) == 5
+
+
+def test_the_continue_token_is_read_from_the_head_or_not_at_all() -> None:
+    head = (
+        b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7","continue":"abc"}'
+    )
+    assert continue_in_head(head + b',"items":[{"metadata":{"name":"x"}}]}') == "abc"
+    last = b'{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"7"},"items":[]}'
+    assert continue_in_head(last) is None
+    # Items before the metadata, or no head at all: the token is read after decoding.
+    assert continue_in_head(b'{"items":[],"metadata":{"continue":"abc"}}') is None
+    assert continue_in_head(b'{"kind":"PodList","items":[]}') is None
+    assert continue_in_head(b'not json,"items":[]') is None

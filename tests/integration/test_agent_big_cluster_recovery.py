@@ -317,6 +317,11 @@ def test_a_big_cluster_recovers_from_an_expired_list_and_closed_watches(stack: W
     # The first pages read again at the continuation's version: the latest, as compacted.
     assert rereads[0].query["resourceVersion"] == str(churn.floor)
     assert agent.log_text().count("continue token expired") == 1
+    # The agent logs the replacement once the product has answered its last page, which can be
+    # a moment after the product's rows are there.
+    stack.wait(
+        lambda: "replaced the partition's state" in agent.log_text(), "no replacement logged", 30
+    )
     pages = re.findall(
         r"replaced the partition's state: (\d+) items in (\d+) pages", agent.log_text()
     )

@@ -93,6 +93,7 @@ class StoreBase:
         self._page_actions: dict[ResourceType, tuple[int, Callable[[], object]]] = {}
         #: The last list's keys in etcd order: (resource, version, keys) (``_sorted_keys``).
         self._keys_at: tuple[ResourceType, int, list[Key]] | None = None
+        self._snapshot_at: tuple[ResourceType, int, dict[Key, Obj]] | None = None
 
     # --- internals: the store
 
@@ -163,7 +164,18 @@ class StoreBase:
         return self._history[start:]
 
     def _snapshot(self, resource: ResourceType, rv: int) -> dict[Key, Obj]:
-        """The objects of ``resource`` at version ``rv`` (>= floor), rebuilt from the history."""
+        """The objects of ``resource`` at version ``rv`` (>= floor), rebuilt from the history.
+        The last one is kept (callers only read it): every page of a paged list reads the same
+        version, and what a version held never changes (stored objects are replaced, never
+        changed in place), so a 150,000-pod list does not copy the pods' table at each page."""
+        cached = self._snapshot_at
+        if cached is not None and cached[0] is resource and cached[1] == rv:
+            return cached[2]
+        state = self._rebuild(resource, rv)
+        self._snapshot_at = (resource, rv, state)
+        return state
+
+    def _rebuild(self, resource: ResourceType, rv: int) -> dict[Key, Obj]:
         current = self._objects[resource]
         if rv >= self._rv:
             return dict(current)
