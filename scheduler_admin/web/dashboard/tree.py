@@ -265,6 +265,7 @@ class QueueTree:
         shared = rollup(partition)
         self.hierarchy, self.dynamic, self.usage = shared.hierarchy, shared.dynamic, shared.usage
         self._over = shared.over
+        self.recent_revisions = shared.revisions
         scope = permissions.read_scope(user) if user is not None else None
         if scope is None:
             self.tops = [ROOT]
