@@ -14,8 +14,8 @@ viewer's scope decides which rows and items they get at all, and their rights a 
 part (``may_cancel``). Nothing is kept that a key does not determine.
 
 The key is a ``repr`` of frozen dataclasses (rows, bars, timers, runs) and plain values: exact
-and cheap (microseconds a row). URLs in a part depend on the script prefix, which is part of
-the key too.
+and cheap (microseconds a row). URLs in a part depend on the script prefix, and text could
+depend on the active language and time zone: those are part of the key too.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ from typing import Any
 
 from django.template.loader import get_template
 from django.urls import get_script_prefix
-from django.utils.safestring import SafeString, mark_safe
+from django.utils.safestring import SafeString
+from django.utils.timezone import get_current_timezone_name
+from django.utils.translation import get_language
 
 #: Parts kept per process (a few KiB each): the rows of a few hundred opened queues, the
 #: over-max rows and the sparklines of a few partitions.
@@ -40,13 +42,13 @@ _cache: OrderedDict[Hashable, SafeString] = OrderedDict()
 def render(template: str, key: Hashable, context: Mapping[str, Any]) -> SafeString:
     """``template`` rendered with ``context`` alone (no request), kept under ``key``: the
     caller's promise is that ``key`` determines ``context`` (see the module's docstring)."""
-    slot = (template, get_script_prefix(), key)
+    slot = (template, get_script_prefix(), get_language(), get_current_timezone_name(), key)
     with _lock:
         found = _cache.get(slot)
         if found is not None:
             _cache.move_to_end(slot)
             return found
-    text = mark_safe(get_template(template).render(dict(context)))  # noqa: S308 - rendered escaped
+    text = get_template(template).render(dict(context))  # escaped, marked safe by the engine
     with _lock:
         _cache[slot] = text
         while len(_cache) > LIMIT:

@@ -272,7 +272,9 @@ class QueueTree:
         else:
             roots = set(scope.roots_in(partition.name))
             self.tops = [q.path for q in self.hierarchy.config.queues if q.path in roots]
-        timers = QuotaTimer.objects.filter(partition=partition, status=TimerStatus.PENDING)
+        timers = QuotaTimer.objects.filter(partition=partition, status=TimerStatus.PENDING).only(
+            "queue_path", "due_at", "deferred_since"
+        )
         if under is not None:
             timers = timers.filter(queue_path__startswith=under)
         self.timers = {
@@ -282,6 +284,8 @@ class QueueTree:
 
     def inside(self, path: str) -> bool:
         """Whether ``path`` is in the tree the reader sees (under one of ``tops``)."""
+        if self.tops == [ROOT]:
+            return path == ROOT or path.startswith(ROOT + ".")
         return any(path == top or path.startswith(top + ".") for top in self.tops)
 
     def has(self, path: str) -> bool:

@@ -10,9 +10,12 @@ seconds, and an unchanged state costs a ``304 Not Modified`` without a body.
 Each answer is built by the same functions as the page (``QueueTree``, ``dashboard.panels``,
 ``queue_pages.status``): one set of queries per poll, none per queue. The dashboard's tree and
 usage come from the roll-up shared by every viewer (``web.dashboard.rollup``), computed once per
-change of the partition: an unchanged poll of an open tab reads the roll-up's key, the small
-cards (timers, runs, alerts, revisions, workers, agents) and the viewer's grants, builds the
+change of the partition (with the newest revisions): an unchanged poll of an open tab reads the
+roll-up's key, the small cards (timers, runs, alerts, workers, agents, scheduled changes, change
+requests) and the viewer's grants, builds the
 visible rows from the shared roll-up and answers 304, without summing or rolling up usage again.
+A full answer renders only what changed: tree rows, over-max rows, the sparklines and the cards
+without controls are kept rendered per content (``web.dashboard.fragments``), for every viewer.
 It carries:
 
 - ``version``: a hash of the state below, also sent as the ``ETag``. The client sends it back in
