@@ -202,10 +202,12 @@ def _no_kept_configs_from_earlier_tests() -> None:
     if not settings.configured:
         return
     from scheduler_admin.queues import saved
-    from scheduler_admin.web.dashboard import rollup
+    from scheduler_admin.web.dashboard import fragments, rollup, sparklines
 
     saved.clear()
     rollup.clear()
+    sparklines.clear()
+    fragments.clear()
 
 
 def _flushes_the_database(item: pytest.Item) -> bool:

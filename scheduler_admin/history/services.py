@@ -403,11 +403,15 @@ def recent(
 ) -> tuple[Window, Read]:
     """The usage of several queues over the last ``hours`` in 15-minute averages (the
     dashboard's sparklines): the window, and per queue per resource one value per quarter."""
-    now = now or timezone.now()
-    until = floor_to(now, QUARTER) + QUARTER
-    win = Window(since=until - timedelta(hours=hours), until=until, step=QUARTER)
+    win = recent_window(now or timezone.now(), hours)
     state = UsageSampling.objects.filter(partition=partition).first()
     return win, read_usage(partition, paths, win, state)
+
+
+def recent_window(now: datetime, hours: int) -> Window:
+    """The window of ``recent``: the last ``hours`` in quarters, up to the end of ``now``'s."""
+    until = floor_to(now, QUARTER) + QUARTER
+    return Window(since=until - timedelta(hours=hours), until=until, step=QUARTER)
 
 
 def last_sample(partition: Partition) -> datetime | None:

@@ -16,7 +16,7 @@ from scheduler_admin.agents.status import agent_statuses
 from scheduler_admin.enforcement.models import PreemptionRun, RunStatus
 from scheduler_admin.enforcement.task_history import TOP_WINDOW, most_preempted
 from scheduler_admin.enforcement.visibility import visible_runs
-from scheduler_admin.queues.models import ConfigRevision, Partition
+from scheduler_admin.queues.models import Partition
 from scheduler_admin.system.models import WorkerHeartbeat
 from scheduler_admin.web.dashboard.tree import QueueTree
 from scheduler_admin.web.explanations import (
@@ -31,6 +31,10 @@ HEARTBEAT_STALE_AFTER = timedelta(seconds=30)
 #: Runs that ended ``short`` or ``does_not_help`` this recently are raised as alerts.
 ALERT_WINDOW = timedelta(hours=24)
 RECENT = 10
+#: What the recent runs card and the alerts read of a run (a run row also holds its plan's
+#: victims and nominations: not read for a list).
+RUN_CARD_FIELDS = ("partition_id", "policy", "queue_path", "status", "outcome", "created_at")
+ALERT_FIELDS = (*RUN_CARD_FIELDS, "error")
 
 
 def panels(tree: QueueTree, user: Any) -> dict[str, Any]:
@@ -40,18 +44,14 @@ def panels(tree: QueueTree, user: Any) -> dict[str, Any]:
     partition, now = tree.partition, tree.now
     over_max, over_max_count = tree.over_max()
     runs = visible_runs(user, PreemptionRun.objects.filter(partition=partition))
-    # The snapshot (the whole config, a megabyte at 5,000 queues) is never shown here.
-    revisions = (
-        ConfigRevision.objects.filter(partition=partition).order_by("-number").defer("snapshot")
-    )
-    if not permissions.can(user, permissions.READ, partition):
-        revisions = revisions.none()
+    # The newest revisions come with the shared roll-up (no query); none for a grant holder.
+    whole = permissions.can(user, permissions.READ, partition)
     return {
         "over_max": over_max,
         "over_max_count": over_max_count,
         "alerts": alerts(partition, now, user),
-        "runs": list(runs.listed().defer("targets", "freed", "nominations")[:RECENT]),
-        "revisions": list(revisions[:RECENT]),
+        "runs": list(runs.listed().only(*RUN_CARD_FIELDS)[:RECENT]),
+        "revisions": list(tree.recent_revisions[:RECENT]) if whole else [],
     }
 
 
@@ -77,7 +77,7 @@ def alerts(partition: Partition, now: datetime, user: Any) -> list[dict[str, obj
             created_at__gte=now - ALERT_WINDOW,
         )
         .exclude(status=RunStatus.STOPPED)
-        .defer("subject", "targets", "freed", "nominations")[:RECENT]
+        .only(*ALERT_FIELDS)[:RECENT]
     )
     return [
         {

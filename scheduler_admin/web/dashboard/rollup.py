@@ -15,6 +15,9 @@ key is what the roll-up is computed from:
   config) and the partition's version and settings: a saved change, a revert, a settings edit;
 - the database's name (a test process may use several).
 
+The newest revisions (the "Recent revisions" card, the same for every viewer who reads the
+whole partition) come with it: revisions are only ever added, and the newest is in the key.
+
 Why a per-process memo and not Django's cache: the roll-up is a dict of 5,000 entries plus the
 engine's ``Hierarchy``; the configured cache is per process in development anyway, and with Redis
 each read would unpickle a few megabytes, a good part of what it saves. Each gunicorn worker
@@ -30,8 +33,9 @@ viewer-specific is ever stored here).
 Order matters for correctness: the generation is read *before* the usage it keys. A push that
 commits in between leaves newer usage under the older number (the next request sees a newer
 number and recomputes); the reverse order could keep older usage under the newer number until
-the next change. Inside a transaction that wrote allocations (a test, a service reading its own
-writes) the transaction's pending summary deltas are applied first, so the number covers them.
+the next change (both are read by one statement). Inside a transaction that wrote allocations
+(a test, a service reading its own writes) the transaction's pending summary deltas are
+applied first, so the number covers them.
 
 On other databases than PostgreSQL (the embedded SQLite default) no generation is kept: the
 roll-up is computed on each request, as before.
@@ -52,10 +56,12 @@ from preemption.hierarchy import Hierarchy
 from scheduler_admin.cluster.dynamic import cluster_tree
 from scheduler_admin.cluster.models import UsageGeneration
 from scheduler_admin.cluster.usage import leaf_usage, resource_names, summary_in_use
-from scheduler_admin.queues.models import Partition
+from scheduler_admin.queues.models import ConfigRevision, Partition
 
 #: Partitions whose roll-up a process keeps (the newest state of each: a change replaces it).
 CACHE_SIZE = 16
+#: Revisions the dashboard lists.
+RECENT_REVISIONS = 10
 
 
 @dataclass(frozen=True)
@@ -82,6 +88,9 @@ class Rollup:
     dynamic: frozenset[str]
     usage: dict[str, dict[str, int]]
     over: tuple[OverMaxQueue, ...]
+    #: The newest ``RECENT_REVISIONS`` revisions (without their snapshot), newest first: the
+    #: "Recent revisions" card. Revisions are only ever added, and the newest one is in the key.
+    revisions: tuple[ConfigRevision, ...] = ()
 
 
 _lock = threading.Lock()
@@ -107,16 +116,30 @@ def cache_key(partition: Partition) -> Hashable | None:
     where no generation is kept. Read before the roll-up's own queries."""
     if not summary_in_use():
         return None
-    generation = usage_generation(partition)
-    newest = partition.revisions.order_by("-number").values_list("number", "created_at").first()
+    # One statement, one snapshot: the generation and the newest revision (both indexed reads).
+    with connection.cursor() as cursor:
+        if connection.in_atomic_block:
+            cursor.execute("SELECT cluster_queueusage_flush()")
+        cursor.execute(_KEY_SQL, [partition.pk, partition.pk])
+        generation, number, created_at = cursor.fetchone()
     return (
         connection.settings_dict["NAME"],
         partition.pk,
-        generation,
-        newest,
+        generation or 0,
+        None if number is None else (number, created_at),
         partition.version,
         repr(partition.settings_config()),
     )
+
+
+_GENERATIONS = UsageGeneration._meta.db_table
+_REVISIONS = ConfigRevision._meta.db_table
+_KEY_SQL = (
+    f"SELECT (SELECT number FROM {_GENERATIONS} WHERE partition_id = %s), "  # noqa: S608 - model names
+    "newest.number, newest.created_at FROM (SELECT 1) AS one LEFT JOIN LATERAL "
+    f"(SELECT number, created_at FROM {_REVISIONS} WHERE partition_id = %s "
+    "ORDER BY number DESC LIMIT 1) AS newest ON TRUE"
+)
 
 
 def rollup(partition: Partition) -> Rollup:
@@ -155,7 +178,10 @@ def compute(partition: Partition) -> Rollup:
         excess = resources.over(used, queue.max)
         if excess:
             over.append(OverMaxQueue(queue.path, used, dict(queue.max), excess))
-    return Rollup(config, hierarchy, dynamic, usage, tuple(over))
+    # The snapshot (the whole config, a megabyte at 5,000 queues) is never shown.
+    revisions = ConfigRevision.objects.filter(partition=partition).order_by("-number")
+    recent = tuple(revisions.defer("snapshot")[:RECENT_REVISIONS])
+    return Rollup(config, hierarchy, dynamic, usage, tuple(over), recent)
 
 
 def clear() -> None:

@@ -8,11 +8,17 @@ the largest), named beside it; its guarantee and max are today's, as the tree's 
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
+from django.db import connection
+
 from preemption.config import ROOT
 from scheduler_admin.history import services
+from scheduler_admin.history.models import UsageSampling
 from scheduler_admin.web.bars import Bar
 from scheduler_admin.web.charts import Chart, sparkline
 from scheduler_admin.web.common import queue_url
@@ -21,6 +27,11 @@ from scheduler_admin.web.dashboard.tree import QueueTree
 #: Sparklines drawn at most (the first top-level queues in configured order).
 SPARKLINE_LIMIT = 50
 HOURS = 24
+#: Cards kept per process (one per partition and tree start: root, or a tenant's queues).
+MEMO_SIZE = 64
+
+_lock = threading.Lock()
+_memo: OrderedDict[Hashable, dict[str, Any]] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -49,26 +60,56 @@ def pick(bars: list[Bar]) -> Bar | None:
 def top_level_sparklines(tree: QueueTree) -> dict[str, Any]:
     """Context of the card: ``sparklines`` and how many top-level queues are not drawn. A
     reader whose tree starts at their granted queues (``QueueTree.tops``) sees those, never
-    another tenant's."""
+    another tenant's.
+
+    Computed once per change and kept per process (``_memo``), under everything it is drawn
+    from: the queues shown with their bars now, the window (it moves every quarter of an hour),
+    and the partition's sampling state (every sample and roll-up rewrites it in the transaction
+    that writes the history). The key is read with one query; the history only on a change."""
     children = tree.hierarchy.children(ROOT) if tree.tops == [ROOT] else list(tree.tops)
     shown = children[:SPARKLINE_LIMIT]
-    win, read = services.recent(tree.partition, shown, hours=HOURS, now=tree.now)
+    rows = [tree.row(path) for path in shown]
+    win = services.recent_window(tree.now, HOURS)
+    state = UsageSampling.objects.filter(partition=tree.partition).first()
+    key = (
+        connection.settings_dict["NAME"], tree.partition.pk, tree.partition.name, win,
+        None if state is None else
+        (state.first_minute, state.last_minute, state.rolled_until, state.quotas_revision),
+        tuple((row.path, row.name, repr(row.bars)) for row in rows),
+        len(children),
+    )  # fmt: skip
+    with _lock:
+        found = _memo.get(key)
+        if found is not None:
+            _memo.move_to_end(key)
+            return {**found, "sparklines_key": key}
+    read = services.read_usage(tree.partition, shown, win, state)
     sparks = []
-    for index, path in enumerate(shown):
-        row = tree.row(path)
+    for index, row in enumerate(rows):
         bar = pick(row.bars)
         chart = None
         if bar is not None:
             chart = sparkline(
-                f"spark-{index}", bar.resource, win, read.of(path, bar.resource),
+                f"spark-{index}", bar.resource, win, read.of(row.path, bar.resource),
                 bar.guaranteed, bar.limit,
             )  # fmt: skip
         sparks.append(
-            Spark(path=path, name=row.name, url=queue_url(tree.partition.name, path),
+            Spark(path=row.path, name=row.name, url=queue_url(tree.partition.name, row.path),
                   chart=chart, bar=bar)
         )  # fmt: skip
-    return {
+    context = {
         "sparklines": sparks,
         "sparklines_hidden": len(children) - len(shown),
         "sparklines_hours": HOURS,
     }
+    with _lock:
+        _memo[key] = context
+        while len(_memo) > MEMO_SIZE:
+            _memo.popitem(last=False)
+    return {**context, "sparklines_key": key}
+
+
+def clear() -> None:
+    """Forget every kept card (tests: their databases start their ids again)."""
+    with _lock:
+        _memo.clear()

@@ -265,13 +265,16 @@ class QueueTree:
         shared = rollup(partition)
         self.hierarchy, self.dynamic, self.usage = shared.hierarchy, shared.dynamic, shared.usage
         self._over = shared.over
+        self.recent_revisions = shared.revisions
         scope = permissions.read_scope(user) if user is not None else None
         if scope is None:
             self.tops = [ROOT]
         else:
             roots = set(scope.roots_in(partition.name))
             self.tops = [q.path for q in self.hierarchy.config.queues if q.path in roots]
-        timers = QuotaTimer.objects.filter(partition=partition, status=TimerStatus.PENDING)
+        timers = QuotaTimer.objects.filter(partition=partition, status=TimerStatus.PENDING).only(
+            "queue_path", "due_at", "deferred_since"
+        )
         if under is not None:
             timers = timers.filter(queue_path__startswith=under)
         self.timers = {
@@ -281,6 +284,8 @@ class QueueTree:
 
     def inside(self, path: str) -> bool:
         """Whether ``path`` is in the tree the reader sees (under one of ``tops``)."""
+        if self.tops == [ROOT]:
+            return path == ROOT or path.startswith(ROOT + ".")
         return any(path == top or path.startswith(top + ".") for top in self.tops)
 
     def has(self, path: str) -> bool:

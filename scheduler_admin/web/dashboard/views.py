@@ -93,8 +93,13 @@ def _partition_context(
         "scheduled": scheduled_rows(partition, request.user),  # web.scheduled
         **pending_panel(partition, request.user),
         # Usage over time (issue 16, usage history)
-        **top_level_sparklines(tree),
+        **_without_key(top_level_sparklines(tree)),
     }
+
+
+def _without_key(context: dict[str, object]) -> dict[str, object]:
+    context.pop("sparklines_key", None)
+    return context
 
 
 @require_GET

@@ -10,9 +10,12 @@ seconds, and an unchanged state costs a ``304 Not Modified`` without a body.
 Each answer is built by the same functions as the page (``QueueTree``, ``dashboard.panels``,
 ``queue_pages.status``): one set of queries per poll, none per queue. The dashboard's tree and
 usage come from the roll-up shared by every viewer (``web.dashboard.rollup``), computed once per
-change of the partition: an unchanged poll of an open tab reads the roll-up's key, the small
-cards (timers, runs, alerts, revisions, workers, agents) and the viewer's grants, builds the
+change of the partition (with the newest revisions): an unchanged poll of an open tab reads the
+roll-up's key, the small cards (timers, runs, alerts, workers, agents, scheduled changes, change
+requests) and the viewer's grants, builds the
 visible rows from the shared roll-up and answers 304, without summing or rolling up usage again.
+A full answer renders only what changed: tree rows, over-max rows, the sparklines and the cards
+without controls are kept rendered per content (``web.dashboard.fragments``), for every viewer.
 It carries:
 
 - ``version``: a hash of the state below, also sent as the ``ETag``. The client sends it back in
@@ -36,6 +39,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from functools import wraps
+from types import SimpleNamespace
 from typing import Any
 
 from django.contrib.auth.decorators import login_not_required
@@ -73,6 +77,7 @@ from scheduler_admin.history.services import last_sample
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web.change_requests.views import pending_panel
 from scheduler_admin.web.common import View, partition_or_404
+from scheduler_admin.web.dashboard import fragments
 from scheduler_admin.web.dashboard.panels import agents, heartbeats, panels
 from scheduler_admin.web.dashboard.sparklines import top_level_sparklines
 from scheduler_admin.web.dashboard.tree import QueueTree
@@ -171,22 +176,25 @@ def dashboard(request: HttpRequest) -> HttpResponse:
     }
 
     def html() -> dict[str, Any]:
-        cards.update(top_level_sparklines(tree))
+        sparklines = top_level_sparklines(tree)
+        sections = _fragments(
+            request,
+            cards,
+            over_max="web/dashboard/_over_max.html",  # its rows: once per content
+            scheduled="web/dashboard/_scheduled.html",
+            pending_requests="web/dashboard/_pending_requests.html",
+            workers="web/dashboard/_workers.html",
+            agents="web/dashboard/_agents.html",
+        )
+        sections.update(_shared_sections(partition, cards))
+        # The same for every viewer with the same top-level queues: rendered once per change.
+        sections["sparklines"] = fragments.render(
+            "web/usage/_sparklines.html", sparklines.pop("sparklines_key"), sparklines
+        )
         return {
+            # Each row is rendered once per content (``dashboard.fragments``).
             "rows": render_to_string("web/dashboard/_rows.html", {"rows": rows}),
-            "sections": _fragments(
-                request,
-                cards,
-                alerts="web/dashboard/_alerts.html",
-                over_max="web/dashboard/_over_max.html",
-                runs="web/dashboard/_runs.html",
-                revisions="web/dashboard/_revisions.html",
-                scheduled="web/dashboard/_scheduled.html",
-                pending_requests="web/dashboard/_pending_requests.html",
-                workers="web/dashboard/_workers.html",
-                agents="web/dashboard/_agents.html",
-                sparklines="web/usage/_sparklines.html",
-            ),
+            "sections": sections,
         }
 
     return _answer(request, state, html)
@@ -246,6 +254,40 @@ def queue(request: HttpRequest) -> HttpResponse:
         }
 
     return _answer(request, state, html)
+
+
+def _shared_sections(partition: Partition, cards: dict[str, Any]) -> dict[str, str]:
+    """The cards whose text is a function of the runs and revisions listed alone (no control,
+    no form): rendered once per content for every viewer (``dashboard.fragments``). Their
+    context holds the listed rows and the partition's name only, and the key every field of
+    them the templates read."""
+    named = SimpleNamespace(name=partition.name)
+    alerts = cards["alerts"]
+    alerts_key = tuple(
+        (item["run"].pk, item["run"].queue_path, item["run"].policy, item["run"].created_at,
+         item["label"], item["text"], item["link"])
+        for item in alerts
+    )  # fmt: skip
+    runs = cards["runs"]
+    runs_key = tuple(
+        (run.pk, run.policy, run.queue_path, run.status, run.outcome, run.victim_count,
+         run.created_at)
+        for run in runs
+    )  # fmt: skip
+    revisions = cards["revisions"]
+    revisions_key = tuple(
+        (revision.number, revision.kind, revision.author_name, revision.created_at,
+         revision.comment)
+        for revision in revisions
+    )  # fmt: skip
+    return {
+        name: fragments.render(template, (partition.name, key), {name: rows, "partition": named})
+        for name, template, key, rows in (
+            ("alerts", "web/dashboard/_alerts.html", alerts_key, alerts),
+            ("runs", "web/dashboard/_runs.html", runs_key, runs),
+            ("revisions", "web/dashboard/_revisions.html", revisions_key, revisions),
+        )
+    }
 
 
 def _common_state(request: HttpRequest, partition: Partition) -> dict[str, Any]:

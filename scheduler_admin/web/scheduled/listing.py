@@ -40,9 +40,9 @@ class Row:
 
 def scheduled_rows(partition: Partition, user: Any, *, path: str | None = None) -> list[Row]:
     """The rows of ``partition`` (of queue ``path`` and below when given) that ``user`` reads."""
+    # Every row is of ``partition``: it is set on them below rather than joined.
     rows = scheduled.visible_to(
-        ScheduledChange.objects.filter(partition=partition).select_related("partition"),
-        permissions.read_scope(user),
+        ScheduledChange.objects.filter(partition=partition), permissions.read_scope(user)
     )
     if path is not None:
         rows = rows.filter(queue_path=path)
@@ -54,6 +54,8 @@ def scheduled_rows(partition: Partition, user: Any, *, path: str | None = None) 
             :RECENTLY_ENDED
         ]
     )
+    for change in (*pending, *ended):
+        change.partition = partition
     return [
         Row(change, what_it_changes(change), change.status == ScheduledStatus.PENDING
             and bool(may_cancel(user, change)))
