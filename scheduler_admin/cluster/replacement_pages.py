@@ -108,18 +108,23 @@ def receive_page(
             raise IngestErrors(
                 {"page.index": [f"page {index} before page {count}: send the pages in order"]}
             )
-        _fast_compression()
-        ReplacementPage.objects.update_or_create(
-            partition=partition, generation=generation, index=index,
-            defaults={"items": _encode(items)},
-        )  # fmt: skip
         if not last:
+            _fast_compression()
+            ReplacementPage.objects.update_or_create(
+                partition=partition, generation=generation, index=index,
+                defaults={"items": _encode(items)},
+            )  # fmt: skip
             return PageKept(generation, index, max(count, index + 1))
-        kept.filter(index__gt=index).delete()  # sent before a retried last page: not part of it
+        # The last page is applied, never kept: its items join the kept pages' as they came
+        # (not written, read back and decoded again). Pages at or past its index were sent
+        # before a retried last page (or are this page's earlier sending): not part of it.
+        kept.filter(index__gte=index).delete()
         combined: dict[str, Any] = {"replace": True, **{kind: [] for kind in KINDS}}
         for text in kept.order_by("index").values_list("items", flat=True).iterator():
             for kind, values in _decode(text).items():
                 combined[kind].extend(values)
+        for kind, values in items.items():
+            combined[kind].extend(values)
     try:
         return ingest_cluster_state(partition, combined, actor=actor, authorize=authorize)
     finally:  # applied, or refused: either way the replacement is over

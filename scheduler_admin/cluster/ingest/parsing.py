@@ -342,49 +342,58 @@ NODE_KEYS = set(_NODE_FIELDS)
 ALLOCATION_KEYS = set(_ALLOCATION_FIELDS)
 ASK_KEYS = set(_ASK_FIELDS)
 BUDGET_KEYS = set(_BUDGET_FIELDS)
-_DEFAULTS = {
-    id(fields): ({name: default for name, (_, default) in fields.items()}, set(fields))
-    for fields in (_NODE_FIELDS, _ALLOCATION_FIELDS, _ASK_FIELDS, _BUDGET_FIELDS)
-}
 
 
-def _item(
-    checker: Checker,
-    raw: object,
-    path: str,
-    fields: dict[str, tuple[_Check, Any]],
-    always: tuple[str, ...],
-) -> dict[str, Any]:
-    """One item of a list: every field of ``fields``, checked or defaulted."""
-    defaults, keys = _DEFAULTS[id(fields)]
-    item = checker.mapping(raw, path, keys)
-    result = dict(defaults)
-    for name in always:
-        result[name] = fields[name][0](checker, item.get(name), path, name)
+class _Plan:
+    """How to read one kind of item: its defaults and keys, the checks of its ``always``
+    fields (in order) and of the others, looked up once rather than per field of every item."""
+
+    def __init__(self, fields: dict[str, tuple[_Check, Any]], always: tuple[str, ...]) -> None:
+        self.defaults = {name: default for name, (_, default) in fields.items()}
+        self.keys = set(fields)
+        self.always = tuple((name, fields[name][0]) for name in always)
+        self.optional = {name: check for name, (check, _) in fields.items() if name not in always}
+
+
+def _item(checker: Checker, raw: object, path: str, plan: _Plan) -> dict[str, Any]:
+    """One item of a list: every field of the plan, checked or defaulted."""
+    item = checker.mapping(raw, path, plan.keys)
+    result = dict(plan.defaults)
+    for name, check in plan.always:
+        result[name] = check(checker, item.get(name), path, name)
+    optional = plan.optional
     for name, value in item.items():
-        if value is not None and name not in always and name in fields:
-            result[name] = fields[name][0](checker, value, path, name)
+        if value is not None:
+            check = optional.get(name)
+            if check is not None:
+                result[name] = check(checker, value, path, name)
     return result
 
 
+_NODE_PLAN = _Plan(_NODE_FIELDS, ("name", "capacity"))
+_ALLOCATION_PLAN = _Plan(_ALLOCATION_FIELDS, ("id", "queue", "node", "resources"))
+_ASK_PLAN = _Plan(_ASK_FIELDS, ("id", "queue", "resources"))
+_BUDGET_PLAN = _Plan(_BUDGET_FIELDS, ("name",))
+
+
 def _node(checker: Checker, raw: object, path: str) -> dict[str, Any]:
-    return _item(checker, raw, path, _NODE_FIELDS, ("name", "capacity"))
+    return _item(checker, raw, path, _NODE_PLAN)
 
 
 def _allocation(checker: Checker, raw: object, path: str) -> dict[str, Any]:
-    item = _item(checker, raw, path, _ALLOCATION_FIELDS, ("id", "queue", "node", "resources"))
+    item = _item(checker, raw, path, _ALLOCATION_PLAN)
     item["app"] = item["app"] or item["id"]
     return item
 
 
 def _ask(checker: Checker, raw: object, path: str) -> dict[str, Any]:
-    item = _item(checker, raw, path, _ASK_FIELDS, ("id", "queue", "resources"))
+    item = _item(checker, raw, path, _ASK_PLAN)
     item["app"] = item["app"] or item["id"]
     return item
 
 
 def _budget(checker: Checker, raw: object, path: str) -> dict[str, Any]:
-    return _item(checker, raw, path, _BUDGET_FIELDS, ("name",))
+    return _item(checker, raw, path, _BUDGET_PLAN)
 
 
 def _check_apps(

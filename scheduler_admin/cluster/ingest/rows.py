@@ -23,7 +23,7 @@ _BATCH_ROWS = 2000
 
 #: Above this many items of a replace push, reading the partition's whole table beats a
 #: huge ``= ANY`` array.
-_WHOLE_TABLE_FROM = 1000
+WHOLE_TABLE_FROM = 1000
 
 
 def stored_rows(
@@ -49,7 +49,7 @@ def stored_rows(
     rows = model.objects.filter(partition=partition)  # type: ignore[attr-defined]
     # The whole table only for a large replace push (it names every row): a delta of 1,500
     # tasks of a 200,000-task partition once read all 200,000 rows.
-    if not whole or len(ids) < _WHOLE_TABLE_FROM:
+    if not whole or len(ids) < WHOLE_TABLE_FROM:
         rows = _named(model, rows, key, ids)
     fields = {f.attname: f for f in model._meta.concrete_fields}  # type: ignore[attr-defined]
     as_text = [i for i, name in enumerate(columns) if isinstance(fields[name], models.JSONField)]
@@ -65,11 +65,30 @@ def stored_rows(
         return decoded[text]
 
     stored = {}
-    for key_value, *values in rows.values_list(key, *names):
+    for key_value, *values in _fetch(rows.values_list(key, *names), [key, *columns], fields):
         for i in as_text:
             values[i] = decode(values[i])
         stored[key_value] = tuple(values)
     return stored
+
+
+def _fetch(
+    query: models.QuerySet, attnames: list[str], fields: Mapping[str, models.Field]
+) -> Iterable[tuple[Any, ...]]:
+    """The rows of a ``values_list`` query. On PostgreSQL, when no column read needs a
+    converter (JSON is read as text), fetched at once as the server sends them: the same values
+    without Django's per-row iteration (about 3 µs a row: 0.4 s to read back the ids of a first
+    replacement's 142,500 applications)."""
+    if connection.vendor != "postgresql" or any(
+        connection.ops.get_db_converters(fields[name]) or fields[name].get_db_converters(connection)
+        for name in attnames
+        if not isinstance(fields[name], models.JSONField)
+    ):
+        return query
+    sql, params = query.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
 
 
 def _named(model: type[models.Model], rows: models.QuerySet, key: str, ids: list[str]):
@@ -155,15 +174,19 @@ def _copy_rows(
         index: f.encoder for index, f in enumerate(fields) if isinstance(f, models.JSONField)
     }
     rows = sorted(rows, key=lambda row: row[0])
-    if encoders:
-        rows = [_json_columns(row, encoders) for row in rows]
     connection.ensure_connection()
+    # JSON is encoded row by row as the rows go: the server, busy with the rows already sent
+    # (indexes, constraints), is the slower side of a large COPY, and this overlaps with it.
     with (
         psycopg.Cursor(connection.connection) as cursor,
         cursor.copy(f"COPY {quote(meta.db_table)} ({names}) FROM STDIN") as copy,
     ):
-        for row in rows:
-            copy.write_row((partition_id, *row))
+        if encoders:
+            for row in rows:
+                copy.write_row((partition_id, *_json_columns(row, encoders)))
+        else:
+            for row in rows:
+                copy.write_row((partition_id, *row))
 
 
 def _json_columns(row: tuple[Any, ...], encoders: Mapping[int, Any]) -> tuple[Any, ...]:

@@ -17,7 +17,7 @@ from django.db import models
 from django.utils import timezone
 
 from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
-from scheduler_admin.cluster.ingest.rows import stored_rows, upsert_rows
+from scheduler_admin.cluster.ingest.rows import WHOLE_TABLE_FROM, stored_rows, upsert_rows
 from scheduler_admin.cluster.locking import lock_allocations, lock_asks
 from scheduler_admin.cluster.models import (
     Allocation,
@@ -54,6 +54,9 @@ class IngestResult:
     replace: bool = False
     removed: dict[str, int] = field(default_factory=dict)
     changed: dict[str, dict[str, int]] = field(default_factory=_no_changes)
+    #: Whether the partition held no application when the push began (``remove_state``: then
+    #: every application is one the push just created for a task or ask of its own).
+    applications_were_none: bool = field(default=False, repr=False, compare=False)
 
     @property
     def anything_changed(self) -> bool:
@@ -162,6 +165,8 @@ def write_state(
         whole=whole,
     )  # fmt: skip
     app_ids = {app: row[0] for app, row in stored_apps.items()}
+    # A whole read that found none: the partition had no application at all.
+    result.applications_were_none = whole and len(apps) >= WHOLE_TABLE_FROM and not stored_apps
     changed_apps = [
         item for app, item in apps.items()
         if stored_apps.get(app, (None,))[1:] != (item["queue"], item["user"])
@@ -173,7 +178,12 @@ def write_state(
         stored=stored_apps,
     )  # fmt: skip
     created = [item for app, item in apps.items() if app not in app_ids]
-    stored = stored_rows(Application, partition, "external_id", ["id"], created, "app")
+    # Into a partition holding no application (a first replacement), its whole table is just
+    # what was created: read it at once rather than sending the names back.
+    stored = stored_rows(
+        Application, partition, "external_id", ["id"], created, "app",
+        whole=whole and not stored_apps,
+    )  # fmt: skip
     app_ids.update((app, row[0]) for app, row in stored.items())
 
     # Allocations ------------------------------------------------------------------------------
@@ -334,6 +344,10 @@ def remove_state(
     applications = Application.objects.filter(partition=partition, allocations=None, asks=None)
     if not state.replace:
         applications = applications.filter(pk__in=emptied) if emptied else None
+    elif result.applications_were_none and not any(result.removed.values()):
+        # Every application then was created by this push for an allocation or ask it wrote
+        # and kept: none can be empty (a first replacement skips reading them all again).
+        applications = None
     if applications is not None:
         result.changed["applications"]["removed"] = _deleted(applications.delete(), Application)
 
