@@ -87,8 +87,8 @@ from fractions import Fraction
 from typing import Any, NamedTuple
 
 from preemption.placement import Application, Placement, Placer, UserGroup
-from scheduler_admin_agent.podresources import _add
-from scheduler_admin_agent.quantities import QuantityError, parse_quantity, product_resources
+from scheduler_admin_agent.podresources import _add, parse
+from scheduler_admin_agent.quantities import QuantityError, product_resources
 from scheduler_admin_agent.records import (
     PodRecord,
     as_node,
@@ -283,7 +283,8 @@ def node_item(node: Any, occupied: Mapping[str, Fraction] | None = None) -> dict
     """One node: allocatable minus what other schedulers' pods take, and whether new pods may
     land there."""
     node = as_node(node)
-    allocatable = {name: parse_quantity(value) for name, value in node.allocatable.items()}
+    # ``parse``: each distinct quantity once (5,000 nodes mostly share a few).
+    allocatable = {name: parse(value) for name, value in node.allocatable.items()}
     for name, value in (occupied or {}).items():
         if name in allocatable:
             allocatable[name] = max(Fraction(0), allocatable[name] - value)
