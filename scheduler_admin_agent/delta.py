@@ -36,9 +36,8 @@ random event batches and compares.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
 from scheduler_admin_agent.kube import BUDGETS, NAMESPACES, NODES, PODS, PRIORITY_CLASSES
 from scheduler_admin_agent.records import NodeRecord, PodRecord
@@ -46,16 +45,17 @@ from scheduler_admin_agent.translate import (
     ALLOW_PREEMPTION_ANNOTATION,
     PARENT_QUEUE_ANNOTATION,
     AppFacts,
+    BudgetSelector,
     ClusterState,
     Reading,
     _add,
-    budget_id,
     budget_item,
+    budget_selectors,
     gated_reason,
     is_gang,
     node_item,
     occupied_by,
-    originators,
+    originator,
     place_applications,
     pod_application,
     pod_id,
@@ -69,16 +69,17 @@ BODY_KINDS = ("nodes", "allocations", "asks", "budgets")
 _ABSENT = object()
 
 
-@dataclass(frozen=True, slots=True)
-class _Facts:
+class _Facts(NamedTuple):
+    """An application's facts at the last update (named tuples here: one is made per
+    application and per pod on the first update, cheaper than a frozen dataclass)."""
+
     queue: str
     not_placed: str
     gang: bool
     originator: str
 
 
-@dataclass(frozen=True, slots=True)
-class _Seen:
+class _Seen(NamedTuple):
     """What one pod contributed at the last update (to take it back when it changes)."""
 
     kind: str  # pod_kind: ours, gated, occupies, ""
@@ -108,7 +109,7 @@ class Translator:
         self._occupants: dict[str, dict[str, dict[str, Fraction]]] = {}
         self._naming: dict[str, set[str]] = {}  # node -> uids of our pods whose task reads it
         self._in_namespace: dict[str, set[str]] = {}  # namespace -> uids of our pods
-        self._budgets_by_ns: dict[str, list[Any]] = {}
+        self._budgets_by_ns: dict[str, list[BudgetSelector]] = {}
         self._several: dict[str, set[str]] = {}  # synthetic budget -> task ids naming it
         self._pod_task_kind: dict[str, str] = {}  # task id -> allocations | asks | skipped
         #: kind -> key -> the item the product held at the last push (_ABSENT: none).
@@ -164,15 +165,19 @@ class Translator:
             namespace = key.split("/", 1)[0]
             if old is None or pdb is None or _selector(old) != _selector(pdb):
                 touched_ns.add(namespace)
-        for namespace in touched_ns:
-            self._budgets_by_ns[namespace] = sorted(
-                (pdb for pdb in self.pdbs.values() if pdb.metadata.namespace == namespace),
-                key=budget_id,
-            )
-            dirty_pods |= self._in_namespace.get(namespace, set())
+        if touched_ns:
+            grouped: dict[str, list[Any]] = {namespace: [] for namespace in touched_ns}
+            for pdb in self.pdbs.values():  # one pass, not one per namespace
+                if pdb.metadata.namespace in grouped:
+                    grouped[pdb.metadata.namespace].append(pdb)
+            for namespace, pdbs in grouped.items():
+                self._budgets_by_ns[namespace] = budget_selectors(pdbs)
+                dirty_pods |= self._in_namespace.get(namespace, set())
 
+        seen = self._seen
         for uid, pod in changes.get(PODS, {}).items():
-            self._forget(uid, dirty_apps, dirty_nodes)
+            if uid in seen:
+                self._forget(uid, dirty_apps, dirty_nodes)
             _store(self.pods, uid, pod)
             if pod is not None:
                 self._note(uid, pod, dirty_apps, dirty_nodes)
@@ -240,12 +245,16 @@ class Translator:
             dirty_nodes.add(node)
         elif kind == "ours":
             app = pod_application(pod, unique_app_ids=self.unique_app_ids)
-            self._apps.setdefault(app, set()).add(uid)
+            _member(self._apps, app, uid)
             dirty_apps.add(app)
-            self._in_namespace.setdefault(namespace, set()).add(uid)
-            names = tuple(n for n in {node, pod.nominated, pod.daemon_node} if n)
+            _member(self._in_namespace, namespace, uid)
+            nominated, daemon_node = pod.nominated, pod.daemon_node
+            if nominated or daemon_node:
+                names = tuple(n for n in {node, nominated, daemon_node} if n)
+            else:  # the usual case: a bound pod reads its node alone, a pending one none
+                names = (node,) if node else ()
             for name in names:
-                self._naming.setdefault(name, set()).add(uid)
+                _member(self._naming, name, uid)
         task = pod_id(pod) if kind in ("ours", "gated") else ""
         self._seen[uid] = _Seen(kind, task, app, namespace, node, names)
 
@@ -294,16 +303,12 @@ class Translator:
         dirty: set[str] = set()
         for app in apps:
             pods = by_app[app]
-            [first] = originators({app: pods})
+            first = originator(pods)
             queue, not_placed = queues[app]
             facts = _Facts(queue, not_placed, is_gang(pods), first)
             before = self._facts.get(app)
             self._facts[app] = facts
-            if before is None or (before.queue, before.not_placed, before.gang) != (
-                facts.queue,
-                facts.not_placed,
-                facts.gang,
-            ):
+            if before is None or before[:3] != facts[:3]:  # queue, not_placed, gang
                 dirty |= self._apps[app]
             elif before.originator != facts.originator:
                 dirty |= {before.originator, facts.originator} & self._apps[app]
@@ -315,7 +320,8 @@ class Translator:
         if pod is None or seen is None or not seen.task:
             return
         assert self.reading is not None
-        self._drop_task(seen.task)
+        if seen.task in self._pod_task_kind:
+            self._drop_task(seen.task)
         if seen.kind == "gated":
             self.state.skipped[seen.task] = gated_reason(pod)
             self._pod_task_kind[seen.task] = "skipped"
@@ -327,6 +333,7 @@ class Translator:
             self.nodes,
             self._budgets_by_ns,
             self.reading,
+            seen.task,
         )
         self._pod_task_kind[seen.task] = kind
         if kind == "skipped":
@@ -400,6 +407,15 @@ def _changed(
         for key in before.keys() | after.keys()
         if (before.get(key) or {}).get(name) != (after.get(key) or {}).get(name)
     }
+
+
+def _member(groups: dict[str, set[str]], key: str, uid: str) -> None:
+    """Add ``uid`` to the set of ``key`` (``setdefault(key, set())`` would make a set per call,
+    and this runs three times a pod on the first update)."""
+    members = groups.get(key)
+    if members is None:
+        groups[key] = members = set()
+    members.add(uid)
 
 
 def _store(table: dict[str, Any], key: str, obj: Any | None) -> None:

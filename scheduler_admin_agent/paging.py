@@ -51,12 +51,19 @@ def pages(
     """The replacement's page bodies, in order (see the module docstring)."""
     if page_items < 1:
         raise ValueError("page_items must be at least 1")
-    flat = [(kind, item) for kind in KINDS for item in items.get(kind, ())]
-    count = max(1, -(-len(flat) // page_items))
+    kinds = [(kind, items.get(kind, ())) for kind in KINDS]
+    total = sum(len(kind_items) for _, kind_items in kinds)
+    count = max(1, -(-total // page_items))
     for index in range(count):
         body: dict[str, Any] = {"replace": True}
-        for kind, item in flat[index * page_items : (index + 1) * page_items]:
-            body.setdefault(kind, []).append(item)
+        # The page's share of each kind, as slices (the items in order, ``page_items`` a page).
+        start, offset = index * page_items, 0
+        for kind, kind_items in kinds:
+            low = max(start - offset, 0)
+            high = min(start + page_items - offset, len(kind_items))
+            if low < high:
+                body[kind] = list(kind_items[low:high])
+            offset += len(kind_items)
         body["page"] = {"generation": generation, "index": index, "last": index == count - 1}
         yield body
 

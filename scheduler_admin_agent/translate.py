@@ -81,14 +81,14 @@ from __future__ import annotations
 import hashlib
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
-from typing import Any
+from typing import Any, NamedTuple
 
-from preemption.placement import Application, Placer, UserGroup
-from scheduler_admin_agent.podresources import _add
-from scheduler_admin_agent.quantities import QuantityError, parse_quantity, product_resources
+from preemption.placement import Application, Placement, Placer, UserGroup
+from scheduler_admin_agent.podresources import _add, parse
+from scheduler_admin_agent.quantities import QuantityError, product_resources
 from scheduler_admin_agent.records import (
     PodRecord,
     as_node,
@@ -174,7 +174,7 @@ def when(moment: datetime | None) -> str | None:
 
 def pod_id(pod: Any) -> str:
     """``<namespace>/<name>@<uid>``, the name part shortened to fit ``ID_MAX_LENGTH``."""
-    pod = as_pod(pod)
+    pod = pod if type(pod) is PodRecord else as_pod(pod)  # (hot: no call for a record)
     suffix = f"{UID_SEPARATOR}{pod.uid}"
     readable = f"{pod.namespace}/{pod.name}"
     room = ID_MAX_LENGTH - len(suffix)
@@ -193,7 +193,7 @@ def budget_id(pdb: Any) -> str:
 
 def pod_queue(pod: Any) -> str:
     """The queue a pod names, as written (k8shim's ``GetQueueNameFromPod``); "" for none."""
-    pod = as_pod(pod)
+    pod = pod if type(pod) is PodRecord else as_pod(pod)
     labels, annotations = pod.labels, pod.notes
     return (
         labels.get(CANONICAL_QUEUE_LABEL)
@@ -205,7 +205,7 @@ def pod_queue(pod: Any) -> str:
 
 def pod_application(pod: Any, *, unique_app_ids: bool = False) -> str:
     """k8shim's ``GetApplicationIDFromPod`` (see the module docstring)."""
-    pod = as_pod(pod)
+    pod = pod if type(pod) is PodRecord else as_pod(pod)
     labels, annotations = pod.labels, pod.notes
     named = (
         labels.get(CANONICAL_APP_LABEL)
@@ -268,7 +268,7 @@ def scheduling_gates(pod: PodRecord) -> tuple[str, ...]:
 def allow_preemption(pod: Any, priority_classes: Mapping[str, Mapping[str, str]]) -> bool:
     """k8shim's ``isPreemptSelfAllowed``: the pod's annotation when it is exactly ``true`` or
     ``false``; otherwise false only when its PriorityClass's annotation is exactly ``false``."""
-    pod = as_pod(pod)
+    pod = pod if type(pod) is PodRecord else as_pod(pod)
     value = pod.notes.get(ALLOW_PREEMPTION_ANNOTATION)
     if value in ("true", "false"):
         return value == "true"
@@ -283,7 +283,8 @@ def node_item(node: Any, occupied: Mapping[str, Fraction] | None = None) -> dict
     """One node: allocatable minus what other schedulers' pods take, and whether new pods may
     land there."""
     node = as_node(node)
-    allocatable = {name: parse_quantity(value) for name, value in node.allocatable.items()}
+    # ``parse``: each distinct quantity once (5,000 nodes mostly share a few).
+    allocatable = {name: parse(value) for name, value in node.allocatable.items()}
     for name, value in (occupied or {}).items():
         if name in allocatable:
             allocatable[name] = max(Fraction(0), allocatable[name] - value)
@@ -350,38 +351,84 @@ def required_node(pod: Any) -> str:
 
 def originators(pods_by_app: Mapping[str, list[PodRecord]]) -> set[str]:
     """Uids of each application's originator pod (see the module docstring)."""
-    chosen: set[str] = set()
-    for pods in pods_by_app.values():
-        driver = [pod for pod in pods if pod.labels.get(SPARK_ROLE_LABEL) == "driver"]
-        if driver:
-            chosen.add(min(driver, key=_age_key).uid)
-            continue
-        owners = {owner for pod in pods for owner in pod.owner_pods}
-        if owners:
-            owners &= {pod.uid for pod in pods}
-        if owners:
-            owning = [pod for pod in pods if pod.uid in owners]
-            chosen.add(min(owning, key=_age_key).uid)
-        else:
-            chosen.add(min(pods, key=_age_key).uid)
-    return chosen
+    return {originator(pods) for pods in pods_by_app.values()}
+
+
+def originator(pods: list[PodRecord]) -> str:
+    """The uid of the originator among one application's pods (see the module docstring);
+    an application of one pod (the usual case) needs no looking."""
+    if len(pods) == 1:
+        return pods[0].uid
+    driver = [pod for pod in pods if pod.labels.get(SPARK_ROLE_LABEL) == "driver"]
+    if driver:
+        return min(driver, key=_age_key).uid
+    owners = {owner for pod in pods for owner in pod.owner_pods}
+    if owners:
+        owners &= {pod.uid for pod in pods}
+    if owners:
+        owning = [pod for pod in pods if pod.uid in owners]
+        return min(owning, key=_age_key).uid
+    return min(pods, key=_age_key).uid
 
 
 def _age_key(pod: PodRecord) -> tuple[str, str]:
     return (pod.created or "", pod.name)
 
 
-def _budgets_of(pod: PodRecord, budgets_by_namespace: Mapping[str, list[Any]]) -> list[str]:
-    """The budgets the Eviction API applies to the pod (``getPodDisruptionBudgets``: same
-    namespace, a selector that matches; an empty or missing selector matches nothing there)."""
-    labels = pod.labels
+class BudgetSelector(NamedTuple):
+    """A budget's id and its selector, read once (not once per pod of its namespace): the
+    ``matchLabels`` pairs and the ``matchExpressions`` as (key, operator, values)."""
+
+    id: str
+    labels: tuple[tuple[str, str], ...]
+    expressions: tuple[tuple[str, str, tuple[str, ...]], ...]
+
+
+def budget_selectors(pdbs: Iterable[Any]) -> list[BudgetSelector]:
+    """The budgets of one namespace that can match a pod, by id (an empty or missing selector
+    matches no pod for the Eviction API: such a budget is left out)."""
     found = []
-    for pdb in budgets_by_namespace.get(pod.namespace, ()):
+    for pdb in sorted(pdbs, key=budget_id):
         selector = pdb.spec.selector if pdb.spec else None
-        empty = selector is None or not (selector.match_labels or selector.match_expressions)
-        if not empty and selector_matches(selector, labels):
-            found.append(sys.intern(budget_id(pdb)))
+        if selector is None or not (selector.match_labels or selector.match_expressions):
+            continue
+        expressions = tuple(
+            (r.key, r.operator, tuple(r.values or ())) for r in selector.match_expressions or ()
+        )
+        labels = tuple((selector.match_labels or {}).items())
+        found.append(BudgetSelector(sys.intern(budget_id(pdb)), labels, expressions))
     return found
+
+
+def _selects(budget: BudgetSelector, labels: Mapping[str, str]) -> bool:
+    """``selector_matches`` on a selector read once."""
+    for key, value in budget.labels:
+        if labels.get(key) != value:
+            return False
+    for key, operator, values in budget.expressions:
+        present = key in labels
+        if operator == "In" and not (present and labels[key] in values):
+            return False
+        if operator == "NotIn" and present and labels[key] in values:
+            return False
+        if operator == "Exists" and not present:
+            return False
+        if operator == "DoesNotExist" and present:
+            return False
+    return True
+
+
+def _budgets_of(
+    pod: PodRecord, budgets_by_namespace: Mapping[str, list[BudgetSelector]]
+) -> list[str]:
+    """The budgets the Eviction API applies to the pod (``getPodDisruptionBudgets``: same
+    namespace, a selector that matches; ``budget_selectors``)."""
+    labels = pod.labels
+    return [
+        budget.id
+        for budget in budgets_by_namespace.get(pod.namespace, ())
+        if _selects(budget, labels)
+    ]
 
 
 def several_budgets_id(namespace: str, names: list[str]) -> str:
@@ -397,12 +444,15 @@ def several_budgets_id(namespace: str, names: list[str]) -> str:
 def pod_kind(pod: PodRecord, scheduler_name: str) -> str:
     """How a pod counts: ``ours`` (a task), ``gated`` (ours, behind scheduling gates: left out
     with the reason), ``occupies`` (another scheduler's pod bound to a node: it takes part of
-    that node) or ``""`` (nothing: finished, or another scheduler's unbound pod)."""
-    if not is_active(pod):
+    that node) or ``""`` (nothing: finished, or another scheduler's unbound pod). Read for
+    every pod at every full translation: ``is_active``, ``is_ours`` and ``scheduling_gates``
+    written out."""
+    node = pod.node
+    if pod.phase in FINISHED_PHASES or (pod.deleting and not node):
         return ""
-    if is_ours(pod, scheduler_name):
-        return "gated" if scheduling_gates(pod) else "ours"
-    return "occupies" if pod.node else ""
+    if (pod.scheduler or "default-scheduler") == scheduler_name:
+        return "gated" if pod.gates and not node else "ours"
+    return "occupies" if node else ""
 
 
 def gated_reason(pod: PodRecord) -> str:
@@ -468,10 +518,13 @@ def translate(
     for node in sorted(nodes, key=lambda node: node.name):
         state.nodes[node.name] = node_item(node, occupied.get(node.name))
 
-    budgets_by_namespace: dict[str, list[Any]] = {}
+    in_namespace: dict[str, list[Any]] = {}
     for pdb in sorted(pdbs, key=budget_id):
         state.budgets[budget_id(pdb)] = budget_item(pdb)
-        budgets_by_namespace.setdefault(pdb.metadata.namespace, []).append(pdb)
+        in_namespace.setdefault(pdb.metadata.namespace, []).append(pdb)
+    budgets_by_namespace = {
+        namespace: budget_selectors(pdbs) for namespace, pdbs in in_namespace.items()
+    }
 
     by_app: dict[str, list[PodRecord]] = {}
     for pod in ours:
@@ -484,14 +537,15 @@ def translate(
         queue, not_placed = app_queue[app]
         gang = is_gang(pods)
         for pod in pods:
+            task_id = pod_id(pod)
             kind, item = task_item(
                 pod,
                 AppFacts(app, queue, not_placed, gang, pod.uid in first_pods),
                 node_names,
                 budgets_by_namespace,
                 reading,
+                task_id,
             )
-            task_id = pod_id(pod)
             if kind == "skipped":
                 state.skipped[task_id] = item
             else:
@@ -503,16 +557,20 @@ def translate(
 
 def is_gang(pods: Iterable[PodRecord]) -> bool:
     """A gang (one job per application): any pod carries a task-group annotation."""
-    return any(TASK_GROUP_ANNOTATION in pod.notes for pod in pods)
+    for pod in pods:  # noqa: SIM110 (a loop, not ``any`` over a generator: once per app)
+        if TASK_GROUP_ANNOTATION in pod.notes:
+            return True
+    return False
 
 
 def several_budgets_item(name: str) -> dict[str, Any]:
     return {"name": name, "allowed_disruptions": 0}
 
 
-@dataclass(frozen=True)
-class AppFacts:
-    """What a task reads of its application (the same for all its pods but ``originator``)."""
+class AppFacts(NamedTuple):
+    """What a task reads of its application (the same for all its pods but ``originator``).
+    A named tuple: one is made per task, and a tuple is cheaper to make than a frozen
+    dataclass."""
 
     app: str
     queue: str
@@ -525,11 +583,13 @@ def task_item(
     pod: PodRecord,
     facts: AppFacts,
     node_names: set[str] | Mapping[str, Any],
-    budgets_by_namespace: Mapping[str, list[Any]],
+    budgets_by_namespace: Mapping[str, list[BudgetSelector]],
     reading: Reading,
+    task_id: str = "",
 ) -> tuple[str, Any]:
     """One of our pods: ``("allocations"|"asks", item)`` or ``("skipped", reason)``. A pod under
-    several budgets names the synthetic budget (``several_budgets_id``) the caller must push."""
+    several budgets names the synthetic budget (``several_budgets_id``) the caller must push.
+    ``task_id``: the pod's ``pod_id`` when the caller has it already."""
     app = facts.app
     reason = facts.not_placed or _unplaceable(pod, app, node_names)
     if reason:
@@ -539,15 +599,14 @@ def task_item(
     except QuantityError as error:
         return "skipped", f"resources: {error}"
     item: dict[str, Any] = {
-        "id": pod_id(pod),
+        "id": task_id or pod_id(pod),
         "app": app,
         "queue": facts.queue,
         "user": pod.user.user[:ID_MAX_LENGTH],
         "resources": resources,
         "priority": pod.priority,
         # A terminating pod is on its way out: never a victim again.
-        "allow_preemption": allow_preemption(pod, reading.priority_classes)
-        and not is_terminating(pod),
+        "allow_preemption": not pod.deleting and allow_preemption(pod, reading.priority_classes),
     }
     if facts.gang:
         item["job"] = app
@@ -580,20 +639,47 @@ def place_applications(
 ) -> dict[str, tuple[str, str]]:
     """Each application's queue, or "" and why its pods are left out. Applications are placed
     in the order YuniKorn saw them (oldest pod first), so one placed later finds the dynamic
-    queues earlier ones created."""
-    placer = Placer.from_config(reading.config)
-    oldest = {app: min(pods, key=_age_key) for app, pods in by_app.items()}
-    result: dict[str, tuple[str, str]] = {}
-    for app in sorted(by_app, key=lambda app: (_age_key(oldest[app]), app)):
-        pod = oldest[app]
-        application = Application(
-            id=app, queue=pod_queue(pod), user=pod_user(pod),
-            tags=application_tags(pod, reading.namespaces),
+    queues earlier ones created. While no placement creates a queue the order changes nothing
+    (each placement reads the configured tree alone): they are placed unsorted first, and
+    sorted only when one does."""
+    oldest = {app: _oldest(pods) for app, pods in by_app.items()}
+    result = _place_all(oldest, by_app, reading, state, stop_at_created=True)
+    if result is None:
+        order = sorted((pod.created or "", pod.name, app) for app, pod in oldest.items())
+        result = _place_all(
+            {app: oldest[app] for _, _, app in order}, by_app, reading, state,
+            stop_at_created=False,
         )  # fmt: skip
-        placement = placer.place(application)
+    assert result is not None
+    return result
+
+
+def _place_all(
+    oldest: Mapping[str, PodRecord],
+    by_app: Mapping[str, list[PodRecord]],
+    reading: Reading,
+    state: ClusterState,
+    *,
+    stop_at_created: bool,
+) -> dict[str, tuple[str, str]] | None:
+    """``place_applications`` in the order of ``oldest`` (app -> its oldest pod); None when
+    ``stop_at_created`` and a placement creates a queue (the order then matters)."""
+    placer = Placer.from_config(reading.config)
+    result: dict[str, tuple[str, str]] = {}
+    # Placement reads an application's queue, user, tags (from its namespace) and ``forced``,
+    # never its id, so applications that share those land alike: each is placed once, while
+    # the queue tree stays as it is (a placement that creates queues empties the memo).
+    memo: dict[_PlacementKey, Placement] = {}
+    for app, pod in oldest.items():
+        user = pod.user
+        key = (pod_queue(pod), user.user, user.groups, pod.namespace, False)
+        placement = memo.get(key) or _place_once(placer, memo, app, key, pod, reading)
         if not placement.placed and any(member.node for member in by_app[app]):
             # Running, yet no rule places it now: YuniKorn holds it in its recovery queue.
-            placement = placer.place(replace(application, forced=True))
+            key = (*key[:4], True)
+            placement = memo.get(key) or _place_once(placer, memo, app, key, pod, reading)
+        if placement.created and stop_at_created:
+            return None
         for created in placement.created:
             state.dynamic_queues[created.path] = {
                 "leaf": created.leaf,
@@ -604,6 +690,38 @@ def place_applications(
             continue
         result[app] = (placement.queue, "")
     return result
+
+
+#: What placement reads of an application: the queue its pod names, its user and groups, its
+#: namespace (its tags) and whether it is forced.
+_PlacementKey = tuple[str, str, tuple[str, ...], str, bool]
+
+
+def _place_once(
+    placer: Placer,
+    memo: dict[_PlacementKey, Placement],
+    app: str,
+    key: _PlacementKey,
+    pod: PodRecord,
+    reading: Reading,
+) -> Placement:
+    """Place one application (``place_applications``' memo missed) and remember the result
+    while the tree is unchanged."""
+    application = Application(
+        id=app, queue=key[0], user=pod.user, tags=application_tags(pod, reading.namespaces),
+        forced=key[4],
+    )  # fmt: skip
+    placement = placer.place(application)
+    if placement.created:
+        memo.clear()  # the tree grew: what was remembered may now place elsewhere
+    else:
+        memo[key] = placement
+    return placement
+
+
+def _oldest(pods: list[PodRecord]) -> PodRecord:
+    """The application's oldest pod (``min`` by ``_age_key``; most applications have one)."""
+    return pods[0] if len(pods) == 1 else min(pods, key=_age_key)
 
 
 def _unplaceable(pod: PodRecord, app: str, node_names: set[str] | Mapping[str, Any]) -> str:
