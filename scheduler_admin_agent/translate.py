@@ -317,22 +317,7 @@ def selector_matches(selector: Any, labels: Mapping[str, str]) -> bool:
     """A ``V1LabelSelector`` against labels (``None`` matches nothing, empty everything)."""
     if selector is None:
         return False
-    for key, value in (selector.match_labels or {}).items():
-        if labels.get(key) != value:
-            return False
-    for requirement in selector.match_expressions or []:
-        present = requirement.key in labels
-        values = requirement.values or []
-        operator = requirement.operator
-        if operator == "In" and not (present and labels[requirement.key] in values):
-            return False
-        if operator == "NotIn" and present and labels[requirement.key] in values:
-            return False
-        if operator == "Exists" and not present:
-            return False
-        if operator == "DoesNotExist" and present:
-            return False
-    return True
+    return _selects(_read_selector("", selector), labels)
 
 
 def budget_item(pdb: Any) -> dict[str, Any]:
@@ -392,16 +377,21 @@ def budget_selectors(pdbs: Iterable[Any]) -> list[BudgetSelector]:
         selector = pdb.spec.selector if pdb.spec else None
         if selector is None or not (selector.match_labels or selector.match_expressions):
             continue
-        expressions = tuple(
-            (r.key, r.operator, tuple(r.values or ())) for r in selector.match_expressions or ()
-        )
-        labels = tuple((selector.match_labels or {}).items())
-        found.append(BudgetSelector(sys.intern(budget_id(pdb)), labels, expressions))
+        found.append(_read_selector(sys.intern(budget_id(pdb)), selector))
     return found
 
 
+def _read_selector(budget: str, selector: Any) -> BudgetSelector:
+    """A ``V1LabelSelector`` as ``_selects`` reads it."""
+    expressions = tuple(
+        (r.key, r.operator, tuple(r.values or ())) for r in selector.match_expressions or ()
+    )
+    return BudgetSelector(budget, tuple((selector.match_labels or {}).items()), expressions)
+
+
 def _selects(budget: BudgetSelector, labels: Mapping[str, str]) -> bool:
-    """``selector_matches`` on a selector read once."""
+    """Whether the selector (read once, ``_read_selector``) matches the labels: every
+    ``matchLabels`` pair and every ``matchExpressions`` requirement."""
     for key, value in budget.labels:
         if labels.get(key) != value:
             return False

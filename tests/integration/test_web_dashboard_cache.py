@@ -20,6 +20,8 @@ from scheduler_admin.enforcement.models import EvictionOrder
 from scheduler_admin.queues.models import Partition
 from scheduler_admin.web.dashboard import rollup
 from tests.support.console import (
+    BATCH_OPEN,
+    LIVE_DASHBOARD,
     NIGHTLY,
     import_demo,
     lower_nightly_max,
@@ -31,8 +33,7 @@ from tests.support.factories.partitions import saved_partition
 pytestmark = pytest.mark.django_db
 
 GI = 1024**3
-DASHBOARD = "/live/dashboard.json"
-BATCH_OPEN = {"partition": "default", "open": ["root", "root.batch"]}
+DASHBOARD = LIVE_DASHBOARD
 SUMMARY_TABLE = "FROM cluster_queueusage "  # the roll-up's one query
 
 

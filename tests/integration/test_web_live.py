@@ -21,6 +21,8 @@ from scheduler_admin.enforcement.models import EvictionOrder, QuotaTimer, RunSta
 from scheduler_admin.queues import scheduled, services
 from scheduler_admin.queues.models import ChangeRequest, Partition, Queue
 from tests.support.console import (
+    BATCH_OPEN,
+    LIVE_DASHBOARD,
     NIGHTLY,
     import_demo,
     lower_nightly_max,
@@ -31,9 +33,8 @@ from tests.support.console import (
 pytestmark = pytest.mark.django_db
 
 GI = 1024**3
-DASHBOARD = "/live/dashboard.json"
+DASHBOARD = LIVE_DASHBOARD
 QUEUE = "/live/queue.json"
-BATCH_OPEN = {"partition": "default", "open": ["root", "root.batch"]}
 NIGHTLY_QUERY = {"partition": "default", "queue": NIGHTLY}
 
 

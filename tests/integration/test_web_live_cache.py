@@ -24,6 +24,8 @@ from scheduler_admin.queues.models import Partition, Queue
 from scheduler_admin.system.models import WorkerHeartbeat
 from scheduler_admin.web.dashboard import fragments
 from tests.support.console import (
+    BATCH_OPEN,
+    LIVE_DASHBOARD,
     NIGHTLY,
     import_demo,
     lower_nightly_max,
@@ -35,8 +37,7 @@ from tests.support.factories.users import role_user
 pytestmark = pytest.mark.django_db
 
 GI = 1024**3
-DASHBOARD = "/live/dashboard.json"
-BATCH_OPEN = {"partition": "default", "open": ["root", "root.batch"]}
+DASHBOARD = LIVE_DASHBOARD
 #: The parts rendered once per content and kept (the others are rendered per request).
 KEPT = ("over_max", "alerts", "runs", "revisions", "sparklines")
 

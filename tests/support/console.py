@@ -17,6 +17,9 @@ from tests.support.factories.users import role_user
 
 DEMO_CONFIG = "demo/queues.yaml"
 NIGHTLY = "root.batch.nightly"
+#: The dashboard's live poll, and its query with root and root.batch open.
+LIVE_DASHBOARD = "/live/dashboard.json"
+BATCH_OPEN = {"partition": "default", "open": ["root", "root.batch"]}
 
 
 def import_demo() -> Partition:
