@@ -90,7 +90,7 @@ def runs_list(context) -> Iterator[Row]:
         baseline=baseline * 1000,
         baseline_name="the same page, runs without candidate or victim rows",
         ratio_goal=1.5,
-        note="not in the issue's table: the page must not grow with the stored explanations",
+        note="not in the original goals: the page must not grow with the stored explanations",
     )
 
 
