@@ -44,6 +44,7 @@ from django.db import connection, transaction
 from scheduler_admin.base.lock_order import lock_partition
 from scheduler_admin.cluster.ingest.checker import Checker
 from scheduler_admin.cluster.ingest.parsing import IngestErrors
+from scheduler_admin.cluster.ingest.rows import json_text
 from scheduler_admin.cluster.models import ReplacementPage
 from scheduler_admin.cluster.services import ingest_cluster_state
 from scheduler_admin.queues.models import Partition
@@ -112,7 +113,7 @@ def receive_page(
             _fast_compression()
             ReplacementPage.objects.update_or_create(
                 partition=partition, generation=generation, index=index,
-                defaults={"items": _encode(items)},
+                defaults={"items": json_text(items)},
             )  # fmt: skip
             return PageKept(generation, index, max(count, index + 1))
         # The last page is applied, never kept: its items join the kept pages' as they came
@@ -150,18 +151,8 @@ def _check_page(body: object) -> tuple[str, int, bool, dict[str, list[Any]]]:
     return generation, index, last, {kind: values for kind, values in items.items() if values}
 
 
-def _encode(items: dict[str, list[Any]]) -> str:
-    """A page's items as JSON text: ``orjson`` (a 20,000-item page in a fraction of the time
-    ``json`` takes), else ``json`` for what ``orjson`` refuses (an integer beyond 64 bits, a
-    lone surrogate: the checks of the whole replacement refuse them later, by path)."""
-    try:
-        return orjson.dumps(items).decode()
-    except TypeError:  # orjson.JSONEncodeError is a TypeError
-        return json.dumps(items)
-
-
 def _decode(text: str) -> dict[str, list[Any]]:
-    """A kept page's items back (``_encode``): ``orjson``, else ``json`` for a text only it
+    """A kept page's items back (``rows.json_text``): ``orjson``, else ``json`` for a text only it
     reads (a lone surrogate, written escaped by ``json``)."""
     try:
         return orjson.loads(text)

@@ -23,7 +23,7 @@ _BATCH_ROWS = 2000
 
 #: Above this many items of a replace push, reading the partition's whole table beats a
 #: huge ``= ANY`` array.
-WHOLE_TABLE_FROM = 1000
+_WHOLE_TABLE_FROM = 1000
 
 
 def stored_rows(
@@ -49,7 +49,7 @@ def stored_rows(
     rows = model.objects.filter(partition=partition)  # type: ignore[attr-defined]
     # The whole table only for a large replace push (it names every row): a delta of 1,500
     # tasks of a 200,000-task partition once read all 200,000 rows.
-    if not whole or len(ids) < WHOLE_TABLE_FROM:
+    if not whole or len(ids) < _WHOLE_TABLE_FROM:
         rows = _named(model, rows, key, ids)
     fields = {f.attname: f for f in model._meta.concrete_fields}  # type: ignore[attr-defined]
     as_text = [i for i, name in enumerate(columns) if isinstance(fields[name], models.JSONField)]
@@ -164,7 +164,7 @@ def _copy_rows(
 ) -> None:
     """PostgreSQL: ``COPY`` the rows (``(key, *columns)`` tuples of ``attnames``) into the
     model's table for ``partition_id``, in key order, as text rows (JSON as text:
-    ``_json_text``)."""
+    ``json_text``)."""
     meta = model._meta  # type: ignore[attr-defined]
     quote = connection.ops.quote_name
     by_attname = {f.attname: f for f in meta.concrete_fields}
@@ -192,11 +192,11 @@ def _copy_rows(
 def _json_columns(row: tuple[Any, ...], encoders: Mapping[int, Any]) -> tuple[Any, ...]:
     values = list(row)
     for index, encoder in encoders.items():
-        values[index] = _json_text(values[index], encoder)
+        values[index] = json_text(values[index], encoder)
     return tuple(values)
 
 
-def _json_text(value: Any, encoder: type[json.JSONEncoder] | None) -> str:
+def json_text(value: Any, encoder: type[json.JSONEncoder] | None = None) -> str:
     """A JSON column's value as text for jsonb (which keeps no formatting): ``orjson`` for a
     field without an encoder of its own, else (or for what ``orjson`` refuses, an integer
     beyond 64 bits) ``json.dumps`` with the field's encoder, as the ORM writes it."""
@@ -229,7 +229,7 @@ def _insert_arrays(
         alias = quote(f"c{index}")
         aliases.append(alias)
         if isinstance(f, models.JSONField):
-            arrays.append(("text", [_json_text(v, f.encoder) for v in values]))
+            arrays.append(("text", [json_text(v, f.encoder) for v in values]))
             selects.append(f"{alias}::jsonb")
         else:
             arrays.append((f.db_type(connection), list(values)))

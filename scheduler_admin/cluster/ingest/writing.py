@@ -17,7 +17,7 @@ from django.db import models
 from django.utils import timezone
 
 from scheduler_admin.cluster.ingest.parsing import ClusterStateBody
-from scheduler_admin.cluster.ingest.rows import WHOLE_TABLE_FROM, stored_rows, upsert_rows
+from scheduler_admin.cluster.ingest.rows import stored_rows, upsert_rows
 from scheduler_admin.cluster.locking import lock_allocations, lock_asks
 from scheduler_admin.cluster.models import (
     Allocation,
@@ -165,8 +165,9 @@ def write_state(
         whole=whole,
     )  # fmt: skip
     app_ids = {app: row[0] for app, row in stored_apps.items()}
-    # A whole read that found none: the partition had no application at all.
-    result.applications_were_none = whole and len(apps) >= WHOLE_TABLE_FROM and not stored_apps
+    result.applications_were_none = (
+        whole and not stored_apps and not Application.objects.filter(partition=partition).exists()
+    )
     changed_apps = [
         item for app, item in apps.items()
         if stored_apps.get(app, (None,))[1:] != (item["queue"], item["user"])
@@ -182,7 +183,7 @@ def write_state(
     # what was created: read it at once rather than sending the names back.
     stored = stored_rows(
         Application, partition, "external_id", ["id"], created, "app",
-        whole=whole and not stored_apps,
+        whole=result.applications_were_none,
     )  # fmt: skip
     app_ids.update((app, row[0]) for app, row in stored.items())
 
