@@ -309,10 +309,8 @@ class Reflector(threading.Thread):
         found: list[Any] = []
         token = None
         while True:
-            kwargs: dict[str, Any] = {"limit": self.page_size, "_request_timeout": (10, 120)}
-            if token:
-                kwargs["_continue"] = token
-            else:
+            kwargs = self._list_kwargs(token)
+            if not token:
                 kwargs["resource_version"] = version
                 kwargs["resource_version_match"] = "Exact"
             page = self._page(**kwargs)

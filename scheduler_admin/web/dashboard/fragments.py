@@ -20,8 +20,6 @@ depend on the active language and time zone: those are part of the key too.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Mapping
 from typing import Any
 
@@ -31,32 +29,27 @@ from django.utils.safestring import SafeString
 from django.utils.timezone import get_current_timezone_name
 from django.utils.translation import get_language
 
+from scheduler_admin.web.dashboard.memo import Memo
+
 #: Parts kept per process (a few KiB each): the rows of a few hundred opened queues, the
 #: over-max rows and the sparklines of a few partitions.
 LIMIT = 4096
 
-_lock = threading.Lock()
-_cache: OrderedDict[Hashable, SafeString] = OrderedDict()
+_cache: Memo[SafeString] = Memo(LIMIT)
 
 
 def render(template: str, key: Hashable, context: Mapping[str, Any]) -> SafeString:
     """``template`` rendered with ``context`` alone (no request), kept under ``key``: the
     caller's promise is that ``key`` determines ``context`` (see the module's docstring)."""
     slot = (template, get_script_prefix(), get_language(), get_current_timezone_name(), key)
-    with _lock:
-        found = _cache.get(slot)
-        if found is not None:
-            _cache.move_to_end(slot)
-            return found
+    found = _cache.get(slot)
+    if found is not None:
+        return found
     text = get_template(template).render(dict(context))  # escaped, marked safe by the engine
-    with _lock:
-        _cache[slot] = text
-        while len(_cache) > LIMIT:
-            _cache.popitem(last=False)
+    _cache.put(slot, text)
     return text
 
 
 def clear() -> None:
     """Forget every part (tests)."""
-    with _lock:
-        _cache.clear()
+    _cache.clear()

@@ -43,8 +43,6 @@ roll-up is computed on each request, as before.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass
 
@@ -57,6 +55,7 @@ from scheduler_admin.cluster.dynamic import cluster_tree
 from scheduler_admin.cluster.models import UsageGeneration
 from scheduler_admin.cluster.usage import leaf_usage, resource_names, summary_in_use
 from scheduler_admin.queues.models import ConfigRevision, Partition
+from scheduler_admin.web.dashboard.memo import Memo
 
 #: Partitions whose roll-up a process keeps (the newest state of each: a change replaces it).
 CACHE_SIZE = 16
@@ -93,9 +92,8 @@ class Rollup:
     revisions: tuple[ConfigRevision, ...] = ()
 
 
-_lock = threading.Lock()
 #: Per (database, partition): the key the roll-up was computed for, and the roll-up.
-_cache: OrderedDict[tuple[str, int], tuple[Hashable, Rollup]] = OrderedDict()
+_cache: Memo[tuple[Hashable, Rollup]] = Memo(CACHE_SIZE)
 
 
 def usage_generation(partition: Partition) -> int:
@@ -148,19 +146,13 @@ def rollup(partition: Partition) -> Rollup:
     if key is None:
         return compute(partition)
     slot = (connection.settings_dict["NAME"], partition.pk)
-    with _lock:
-        cached = _cache.get(slot)
-        if cached is not None and cached[0] == key:
-            _cache.move_to_end(slot)
-            return cached[1]
+    cached = _cache.get(slot)
+    if cached is not None and cached[0] == key:
+        return cached[1]
     # Computed outside the lock: two threads after a change may both compute it (the same
     # result); holding the lock would queue every other partition's readers behind this one.
     fresh = compute(partition)
-    with _lock:
-        _cache[slot] = (key, fresh)
-        _cache.move_to_end(slot)
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
+    _cache.put(slot, (key, fresh))
     return fresh
 
 
@@ -186,5 +178,4 @@ def compute(partition: Partition) -> Rollup:
 
 def clear() -> None:
     """Forget every roll-up (tests that rewrite a partition behind the triggers' back)."""
-    with _lock:
-        _cache.clear()
+    _cache.clear()

@@ -8,9 +8,6 @@ the largest), named beside it; its guarantee and max are today's, as the tree's 
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +19,7 @@ from scheduler_admin.history.models import UsageSampling
 from scheduler_admin.web.bars import Bar
 from scheduler_admin.web.charts import Chart, sparkline
 from scheduler_admin.web.common import queue_url
+from scheduler_admin.web.dashboard.memo import Memo
 from scheduler_admin.web.dashboard.tree import QueueTree
 
 #: Sparklines drawn at most (the first top-level queues in configured order).
@@ -30,8 +28,7 @@ HOURS = 24
 #: Cards kept per process (one per partition and tree start: root, or a tenant's queues).
 MEMO_SIZE = 64
 
-_lock = threading.Lock()
-_memo: OrderedDict[Hashable, dict[str, Any]] = OrderedDict()
+_memo: Memo[dict[str, Any]] = Memo(MEMO_SIZE)
 
 
 @dataclass(frozen=True)
@@ -78,11 +75,9 @@ def top_level_sparklines(tree: QueueTree) -> dict[str, Any]:
         tuple((row.path, row.name, repr(row.bars)) for row in rows),
         len(children),
     )  # fmt: skip
-    with _lock:
-        found = _memo.get(key)
-        if found is not None:
-            _memo.move_to_end(key)
-            return {**found, "sparklines_key": key}
+    found = _memo.get(key)
+    if found is not None:
+        return {**found, "sparklines_key": key}
     read = services.read_usage(tree.partition, shown, win, state)
     sparks = []
     for index, row in enumerate(rows):
@@ -102,14 +97,10 @@ def top_level_sparklines(tree: QueueTree) -> dict[str, Any]:
         "sparklines_hidden": len(children) - len(shown),
         "sparklines_hours": HOURS,
     }
-    with _lock:
-        _memo[key] = context
-        while len(_memo) > MEMO_SIZE:
-            _memo.popitem(last=False)
+    _memo.put(key, context)
     return {**context, "sparklines_key": key}
 
 
 def clear() -> None:
     """Forget every kept card (tests: their databases start their ids again)."""
-    with _lock:
-        _memo.clear()
+    _memo.clear()
