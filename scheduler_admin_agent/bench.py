@@ -5,8 +5,9 @@ below), in a process of its own (so its memory is the agent's alone), on objects
 server sends them (``clusterdata``: managedFields included, about 5.9 KB a pod):
 
 - **list decode**: the list bodies (pages of 500, as the reflectors ask) read into the cache's
-  records (``orjson`` then ``records``), beside the floors of the same bytes: ``json.loads``
-  (the standard library) and ``orjson.loads`` (what any reader pays);
+  records (``wire``: only the fields the agent reads, then ``records``), beside the floors of
+  the same bytes: ``json.loads`` (the standard library) and ``orjson.loads`` (what any reader
+  of the whole JSON pays);
 - **first translation**: the whole cluster translated and encoded as the replace push's pages;
   beside it, what a full ``translate`` costs (what every push cost before pushes translated
   only what changed);
@@ -57,6 +58,7 @@ from scheduler_admin_agent.memory import tune_collector
 from scheduler_admin_agent.paging import PAGE_ITEMS, pages
 from scheduler_admin_agent.product import encode
 from scheduler_admin_agent.translate import Reading, translate
+from scheduler_admin_agent.wire import read_event, read_list
 
 PAGE = 500
 PUSHES = 5
@@ -104,7 +106,7 @@ def _list(kind: str, raws: Any, count: int, cache: ClusterCache, out: dict[str, 
             orjson.loads(body)
             out["orjson"] += time.process_time() - started
             started = time.process_time()
-            objects.extend(decode(kind, item) for item in orjson.loads(body).get("items") or [])
+            objects.extend(decode(kind, item) for item in read_list(kind, body).get("items") or [])
             out["decode"] += time.process_time() - started
     cache.replace(kind, objects)
 
@@ -183,7 +185,7 @@ def measure(pods: int, churn: float) -> dict[str, Any]:
         version += 1
         started = time.process_time()
         for event, line in lines:
-            cache.apply(PODS, event, decode(PODS, orjson.loads(line)["object"]))
+            cache.apply(PODS, event, decode(PODS, read_event(PODS, line)[1]))
         changes, _ = cache.take_changes()
         translator.update(changes, config)
         body = translator.delta()

@@ -17,8 +17,9 @@ Each kind has a ``Reflector`` thread:
    version is older than what the server keeps) goes back to step 1. Any other error waits
    (backing off up to 30 s) and goes back to step 1.
 
-List and watch bodies are decoded from raw JSON (with ``orjson``), not into the client's typed
-models; pods and nodes are kept as ``records.PodRecord`` and ``records.NodeRecord`` (one flat
+List and watch bodies are decoded from raw JSON, not into the client's typed models: pods and
+nodes with only the fields the agent reads (``wire``, with ``msgspec``), the rest with
+``orjson``; pods and nodes are kept as ``records.PodRecord`` and ``records.NodeRecord`` (one flat
 object each, with only what the agent reads), budgets, namespaces and PriorityClasses as
 ``lean.Lean`` (without ``managedFields`` and the other fields the agent never reads). A list
 whose continue token expires between pages continues from the fresh token the API server
@@ -46,6 +47,7 @@ from kubernetes.watch.watch import iter_resp_lines
 
 from scheduler_admin_agent.lean import lean
 from scheduler_admin_agent.records import as_node, as_pod, node_record, pod_record
+from scheduler_admin_agent.wire import read_event, read_list
 
 logger = logging.getLogger(__name__)
 
@@ -280,7 +282,7 @@ class Reflector(threading.Thread):
             ahead = continue_in_head(data)
             if ahead:
                 fetch = _Fetch(self._raw_page, self._list_kwargs(ahead))
-            page = orjson.loads(data)
+            page = read_list(self.kind, data)
             del data
             items = page.get("items") or []
             if items:
@@ -338,7 +340,7 @@ class Reflector(threading.Thread):
 
     def _page(self, **kwargs: Any) -> dict[str, Any]:
         """One list page, decoded from the raw body."""
-        return orjson.loads(self._raw_page(**kwargs))
+        return read_list(self.kind, self._raw_page(**kwargs))
 
     def _watch(self, version: str) -> None:
         """Watch from ``version`` until the server answers 410 Gone (return: list again).
@@ -361,8 +363,7 @@ class Reflector(threading.Thread):
                         return
                     if not line:
                         continue
-                    event = orjson.loads(line)
-                    kind, raw = event.get("type"), event.get("object") or {}
+                    kind, raw = read_event(self.kind, line)
                     if kind == "ERROR":
                         if raw.get("code") == 410:
                             logger.info("%s: watch expired (410 Gone); listing again", self.kind)

@@ -14,7 +14,7 @@ from tests.unit.test_engine_imports import imported_top_level_modules
 
 AGENT = Path(__file__).resolve().parents[2] / "scheduler_admin_agent"
 ALLOWED = set(sys.stdlib_module_names) | {
-    "scheduler_admin_agent", "kubernetes", "requests", "preemption", "orjson",
+    "scheduler_admin_agent", "kubernetes", "requests", "preemption", "orjson", "msgspec",
 }  # fmt: skip
 #: The engine modules the agent may load: YuniKorn's placement rules.
 ENGINE_MODULES = {"preemption", "preemption.placement"}
