@@ -23,7 +23,12 @@ from scheduler_admin.queues.models import Partition
 class Node(models.Model):
     """A node and its capacity; free room is capacity minus the running allocations on it."""
 
-    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="nodes")
+    partition = models.ForeignKey(
+        Partition,
+        on_delete=models.CASCADE,
+        db_index=False,  # the unique key's first column
+        related_name="nodes",
+    )
     name = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     capacity = models.JSONField(default=dict)
     schedulable = models.BooleanField(default=True)
@@ -46,7 +51,12 @@ class Node(models.Model):
 class Application(models.Model):
     """An application (job owner) and the leaf queue it runs in."""
 
-    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="applications")
+    partition = models.ForeignKey(
+        Partition,
+        on_delete=models.CASCADE,
+        db_index=False,  # the unique key's first column
+        related_name="applications",
+    )
     external_id = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
     user = models.CharField(max_length=CLUSTER_USER_MAX_LENGTH, blank=True)
@@ -72,7 +82,12 @@ class Allocation(models.Model):
     one indexed aggregate. ``preempting`` tasks are victims whose eviction order is not yet
     acknowledged; they count as gone in every plan (SPEC 4.0)."""
 
-    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="allocations")
+    partition = models.ForeignKey(
+        Partition,
+        on_delete=models.CASCADE,
+        db_index=False,  # the unique key's first column
+        related_name="allocations",
+    )
     external_id = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     application = models.ForeignKey(
         Application, on_delete=models.CASCADE, related_name="allocations"
@@ -222,7 +237,12 @@ class Ask(models.Model):
     (priority). ``retry_after`` is when the sweep may plan it again after a ``does_not_help``
     (SPEC 4.2: "tried again only after its delay has passed once more")."""
 
-    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="asks")
+    partition = models.ForeignKey(
+        Partition,
+        on_delete=models.CASCADE,
+        db_index=False,  # the unique key's first column
+        related_name="asks",
+    )
     external_id = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     application = models.ForeignKey(Application, on_delete=models.CASCADE, related_name="asks")
     queue_path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
@@ -255,7 +275,12 @@ class Ask(models.Model):
 class DisruptionBudget(models.Model):
     """A Kubernetes-style disruption budget: how many of its pods may still be disrupted."""
 
-    partition = models.ForeignKey(Partition, on_delete=models.CASCADE, related_name="budgets")
+    partition = models.ForeignKey(
+        Partition,
+        on_delete=models.CASCADE,
+        db_index=False,  # the unique key's first column
+        related_name="budgets",
+    )
     name = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     allowed_disruptions = models.PositiveIntegerField(default=0)
 
@@ -276,7 +301,10 @@ class ReplacementPage(models.Model):
     ``nodes``, ``allocations``, ``asks`` and ``budgets`` as JSON text (read back once, whole)."""
 
     partition = models.ForeignKey(
-        Partition, on_delete=models.CASCADE, related_name="replacement_pages"
+        Partition,
+        on_delete=models.CASCADE,
+        db_index=False,  # the unique key's first column
+        related_name="replacement_pages",
     )
     generation = models.CharField(max_length=CLUSTER_ID_MAX_LENGTH)
     index = models.PositiveIntegerField()
@@ -304,7 +332,10 @@ class DynamicQueue(models.Model):
     (``cluster.dynamic``). ``path`` spells its configured ancestors as the config does."""
 
     partition = models.ForeignKey(
-        Partition, on_delete=models.CASCADE, related_name="dynamic_queues"
+        Partition,
+        on_delete=models.CASCADE,
+        db_index=False,  # the unique key's first column
+        related_name="dynamic_queues",
     )
     path = models.CharField(max_length=QUEUE_PATH_MAX_LENGTH)
     leaf = models.BooleanField(default=True)
