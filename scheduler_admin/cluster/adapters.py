@@ -45,7 +45,7 @@ from scheduler_admin.cluster.usage import (
     ENGINE_STATES,
     configured_total,
     leaf_usage,
-    resource_names,
+    names_to_sum,
 )
 from scheduler_admin.queues.models import Partition
 
@@ -400,7 +400,7 @@ def queue_usage(
     the engine's hierarchy.
     """
     config = config_with_dynamic(partition, config or partition.current_config())
-    per_queue = leaf_usage(partition, names=resource_names(partition, config))
+    per_queue = leaf_usage(partition, names=names_to_sum(partition, config))
     return model.ClusterState(config=config).hierarchy.usage_by_queue(per_queue)
 
 

@@ -27,7 +27,7 @@ from scheduler_admin.audit.services import actor_name, new_event
 from scheduler_admin.base.errors import NotFound
 from scheduler_admin.base.lock_order import lock_partition, retry_on_conflict
 from scheduler_admin.cluster.dynamic import cluster_tree
-from scheduler_admin.cluster.usage import ENGINE_STATES, leaf_usage, resource_names
+from scheduler_admin.cluster.usage import ENGINE_STATES, leaf_usage, names_to_sum
 from scheduler_admin.enforcement.models import QuotaTimer, TimerStatus
 from scheduler_admin.queues.models import Partition
 
@@ -144,7 +144,7 @@ def load_due_state(partition: Partition, *, running_runs: Iterable[str] = ()) ->
     again in Python took seconds, and the decisions read nothing else of them.
     """
     config, hierarchy, _ = cluster_tree(partition)  # dynamic queues count in their ancestors
-    live = leaf_usage(partition, names=resource_names(partition, config), states=ENGINE_STATES)
+    live = leaf_usage(partition, names=names_to_sum(partition, config), states=ENGINE_STATES)
     return engine.DueState(hierarchy, hierarchy.usage_by_queue(live), frozenset(running_runs))
 
 

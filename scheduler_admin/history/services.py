@@ -33,7 +33,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from preemption.config import ROOT, PartitionConfig
-from scheduler_admin.cluster.usage import leaf_usage, resource_names, summary_in_use
+from scheduler_admin.cluster.usage import leaf_usage, names_to_sum
 from scheduler_admin.enforcement.models import PreemptionRun
 from scheduler_admin.enforcement.visibility import visible_runs
 from scheduler_admin.history import storage
@@ -141,7 +141,7 @@ def _locked_state(partition: Partition) -> UsageSampling:
 def _usage_now(partition: Partition) -> dict[str, dict[str, int]]:
     """Usage of every configured queue, root included, as the dashboard's tree reads it."""
     config, hierarchy = current_tree(partition)
-    names = () if summary_in_use() else resource_names(partition, config)
+    names = names_to_sum(partition, config)
     return hierarchy.usage_by_queue(leaf_usage(partition, names=names))
 
 

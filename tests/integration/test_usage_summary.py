@@ -22,7 +22,7 @@ import time_machine
 from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 
-from preemption.resources import format_resources
+from preemption.resources import MAX_QUANTITY, format_resources
 from scheduler_admin.bench.data import copy_allocations
 from scheduler_admin.cluster.adapters import queue_usage, usage_of_queues
 from scheduler_admin.cluster.models import (
@@ -353,3 +353,19 @@ def test_rebuild_usage_summary_finds_and_repairs_a_damaged_summary() -> None:
     agrees(partition)
     call_command("rebuild_usage_summary", stdout=io.StringIO())
     reads_agree(partition)
+
+
+def test_usage_beyond_64_bits_is_summed_exactly() -> None:
+    """Each task may hold up to ``MAX_QUANTITY`` of a resource; a queue's sum of several is
+    wider than ``bigint`` and is still read exactly, running and preempting tasks together."""
+    make_partition("wide")
+    partition = Partition.objects.get(name="wide")
+    tasks = Allocation.objects.filter(partition=partition, queue_path="root.team.a")
+    assert tasks.count() >= 2
+    tasks.update(resources={"memory": MAX_QUANTITY})
+    tasks.filter(pk=tasks.order_by("pk").values_list("pk")[0][0]).update(
+        state=AllocationState.PREEMPTING
+    )
+    reads_agree(partition)
+    [own] = [row for row in leaf_usage(partition) if row.queue == "root.team.a"]
+    assert own.resources["memory"] == tasks.count() * MAX_QUANTITY > 2**63

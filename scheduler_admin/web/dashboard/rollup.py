@@ -53,7 +53,7 @@ from preemption.config import PartitionConfig
 from preemption.hierarchy import Hierarchy
 from scheduler_admin.cluster.dynamic import cluster_tree
 from scheduler_admin.cluster.models import UsageGeneration
-from scheduler_admin.cluster.usage import leaf_usage, resource_names, summary_in_use
+from scheduler_admin.cluster.usage import leaf_usage, names_to_sum, summary_in_use
 from scheduler_admin.queues.models import ConfigRevision, Partition
 from scheduler_admin.web.dashboard.memo import Memo
 
@@ -160,7 +160,7 @@ def compute(partition: Partition) -> Rollup:
     """Usage summed per queue in the database (one query on the summary), rolled up the tree by
     the engine's ``Hierarchy.usage_by_queue``, and the queues over their max."""
     config, hierarchy, dynamic = cluster_tree(partition)
-    names = resource_names(partition, hierarchy.config)
+    names = names_to_sum(partition, hierarchy.config)
     usage = hierarchy.usage_by_queue(leaf_usage(partition, names=names))
     over = []
     for queue in hierarchy.config.queues:
