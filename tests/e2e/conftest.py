@@ -78,6 +78,7 @@ import pytest
 import pytest_django
 from django.conf import settings
 from django.core.management import call_command
+from django.db import DatabaseError, connection, transaction
 
 from tests.e2e.browser import (
     CHROMIUM_ARGS,
@@ -238,6 +239,23 @@ def _browser_test(request: pytest.FixtureRequest, transactional_db: None) -> Non
     which ``-m "not e2e"`` and the Chromium check in ``tests/conftest.py`` rely on."""
     if request.node.get_closest_marker("e2e") is None:
         pytest.fail("browser tests need pytestmark = [pytest.mark.e2e, pytest.mark.redis]")
+    _stack_loses_deadlocks_with_the_flush()
+
+
+def _stack_loses_deadlocks_with_the_flush() -> None:
+    """The flush after each browser test (one ``TRUNCATE`` of every table) runs while the
+    stack's worker and beat may still be writing. When the two deadlock, PostgreSQL aborts the
+    side whose ``deadlock_timeout`` (1 s) runs out first: once in CI that was the flush (a
+    worker's transaction held one table and waited for another the flush had locked), and the
+    test errored in its teardown. The test's connection waits longer before it checks, so the
+    stack's transaction is the one aborted (the test is over; its task fails or is run again).
+    Setting it needs a superuser (as CI's ``postgres``): elsewhere the default stays."""
+    with connection.cursor() as cursor:
+        try:
+            with transaction.atomic():
+                cursor.execute("SET deadlock_timeout = '30s'")
+        except DatabaseError:
+            pass
 
 
 @pytest.hookimpl(wrapper=True)
